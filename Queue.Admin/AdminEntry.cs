@@ -1,0 +1,4 @@
+namespace Queue.Admin;
+
+/// <summary>Names this assembly for WebApplicationFactory; both web apps have a top-level Program.</summary>
+public sealed class AdminEntry;

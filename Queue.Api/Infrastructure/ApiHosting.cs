@@ -1,0 +1,95 @@
+using System.Text.Json;
+using System.Text.Json.Serialization;
+using System.Threading.RateLimiting;
+using Microsoft.AspNetCore.RateLimiting;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
+using Queue.Core;
+
+namespace Queue.Api.Infrastructure;
+
+public sealed class ApiLimitsOptions
+{
+    /// <summary>Largest request body, in bytes (CONTRACT.md: 64 MiB).</summary>
+    public long MaxRequestBytes { get; set; } = 64L * 1024 * 1024;
+
+    /// <summary>Largest single document, in bytes (CONTRACT.md: 16 MiB).</summary>
+    public long MaxDocumentBytes { get; set; } = 16L * 1024 * 1024;
+
+    /// <summary>Requests in flight before new ones get 503 at once instead of queueing behind a slow database.</summary>
+    public int MaxConcurrentRequests { get; set; } = 1024;
+
+    public bool IsValid() => MaxRequestBytes > 0 && MaxDocumentBytes > 0 && MaxDocumentBytes <= MaxRequestBytes && MaxConcurrentRequests > 0;
+}
+
+public static class ApiHosting
+{
+    public const string GlobalLimiter = "global";
+
+    public static WebApplicationBuilder AddQueueApi(this WebApplicationBuilder builder)
+    {
+        var services = builder.Services;
+        services.AddQueueCore();
+        services.AddOptions<ApiLimitsOptions>().BindConfiguration("Limits")
+            .Validate(o => o.IsValid(), "Limits: sizes must be positive and MaxDocumentBytes at most MaxRequestBytes").ValidateOnStart();
+        var limits = builder.Configuration.GetSection("Limits").Get<ApiLimitsOptions>() ?? new ApiLimitsOptions();
+        builder.WebHost.ConfigureKestrel(k =>
+        {
+            k.AddServerHeader = false;
+            k.Limits.MaxRequestBodySize = limits.MaxRequestBytes;
+            k.Limits.MaxRequestHeadersTotalSize = 32 * 1024;
+            k.Limits.MaxRequestLineSize = 8 * 1024;
+            k.Limits.KeepAliveTimeout = TimeSpan.FromSeconds(120);
+            // A slow-loris upload must not pin a connection forever.
+            k.Limits.MinRequestBodyDataRate = new MinDataRate(bytesPerSecond: 1024, gracePeriod: TimeSpan.FromSeconds(10));
+        });
+        services.ConfigureHttpJsonOptions(o =>
+        {
+            o.SerializerOptions.PropertyNamingPolicy = JsonNamingPolicy.CamelCase;
+            o.SerializerOptions.UnmappedMemberHandling = JsonUnmappedMemberHandling.Disallow;
+            o.SerializerOptions.DefaultIgnoreCondition = JsonIgnoreCondition.Never;
+            o.SerializerOptions.TypeInfoResolverChain.Insert(0, OpsJsonContext.Default);
+        });
+        services.AddApiProblems();
+        services.AddApiKeyAuth();
+        services.AddRateLimiter(o =>
+        {
+            o.RejectionStatusCode = 503;
+            // Bounded concurrency for the whole process: beyond this, answer 503 at once rather than queue.
+            o.AddConcurrencyLimiter(GlobalLimiter, c =>
+            {
+                c.PermitLimit = limits.MaxConcurrentRequests;
+                c.QueueLimit = 0;
+            });
+            o.OnRejected = async (ctx, ct) =>
+            {
+                var status = ctx.HttpContext.Response.StatusCode;
+                if (ctx.Lease.TryGetMetadata(MetadataName.RetryAfter, out var retry))
+                {
+                    ctx.HttpContext.Response.Headers.RetryAfter = ((int)Math.Ceiling(retry.TotalSeconds)).ToString(System.Globalization.CultureInfo.InvariantCulture);
+                }
+                else
+                {
+                    ctx.HttpContext.Response.Headers.RetryAfter = "1";
+                }
+                var problems = ctx.HttpContext.RequestServices.GetRequiredService<IProblemDetailsService>();
+                await problems.WriteAsync(new ProblemDetailsContext
+                {
+                    HttpContext = ctx.HttpContext,
+                    ProblemDetails =
+                    {
+                        Status = status,
+                        Title = status == 429 ? "Too Many Requests" : "Service Unavailable",
+                        Detail = status == 429 ? "the tenant's rate limit was reached; retry after the Retry-After delay" : "the service is at capacity; retry shortly",
+                    },
+                });
+            };
+        });
+        services.AddOpenApi();
+        ApiMetrics.Initialise();
+        return builder;
+    }
+}
+
+[JsonSourceGenerationOptions(JsonSerializerDefaults.Web)]
+[JsonSerializable(typeof(HealthStatus))]
+internal sealed partial class OpsJsonContext : JsonSerializerContext;

@@ -1,0 +1,104 @@
+using System.Text.Json;
+using Microsoft.AspNetCore.Diagnostics;
+using Microsoft.AspNetCore.Http.HttpResults;
+using MySqlConnector;
+using Queue.Core;
+
+namespace Queue.Api.Infrastructure;
+
+/// <summary>Every error, from any layer, leaves as an RFC 9457 ProblemDetails body, and never with a stack trace.</summary>
+public static partial class Problems
+{
+    public static IServiceCollection AddApiProblems(this IServiceCollection services)
+    {
+        services.AddProblemDetails(o => o.CustomizeProblemDetails = c =>
+        {
+            c.ProblemDetails.Extensions.Remove("exception");
+            c.ProblemDetails.Extensions.Remove("traceId");
+        });
+        services.AddExceptionHandler<QueueExceptionHandler>();
+        return services;
+    }
+
+    public static WebApplication UseApiProblems(this WebApplication app)
+    {
+        app.UseExceptionHandler();
+        // 404, 405, 415 and other bodiless statuses from routing get a ProblemDetails body too.
+        app.UseStatusCodePages();
+        return app;
+    }
+
+    public static ValidationProblem Validation(string field, string message) =>
+        TypedResults.ValidationProblem(new Dictionary<string, string[]> { [field] = [message] }, title: "The request is invalid.");
+
+    public static ProblemHttpResult NotFound(string what) =>
+        TypedResults.Problem(statusCode: 404, title: "Not Found", detail: $"{what} does not exist");
+
+    public static ProblemHttpResult Conflict(string detail) =>
+        TypedResults.Problem(statusCode: 409, title: "Conflict", detail: detail);
+
+    internal sealed partial class QueueExceptionHandler(IProblemDetailsService problems, ILogger<QueueExceptionHandler> logger) : IExceptionHandler
+    {
+        public async ValueTask<bool> TryHandleAsync(HttpContext http, Exception exception, CancellationToken ct)
+        {
+            var (status, title, detail, errors) = exception switch
+            {
+                ValidationException v => (400, "The request is invalid.", "see errors", v.Errors),
+                BadHttpRequestException { StatusCode: 413 } => (413, "Payload Too Large", "the request body is over the limit", null),
+                BadHttpRequestException b when b.InnerException is JsonException j => (400, "Malformed JSON", JsonDetail(j), JsonErrors(j)),
+                BadHttpRequestException b => (b.StatusCode, "Bad Request", b.Message, null),
+                JsonException j => (400, "Malformed JSON", JsonDetail(j), JsonErrors(j)),
+                MySqlException m when IsUnavailable(m) => (503, "Service Unavailable", "the database is unavailable or overloaded; retry later", null),
+                OperationCanceledException when http.RequestAborted.IsCancellationRequested => (499, "Client Closed Request", "the client went away", null),
+                _ => (500, "Internal Server Error", "an unexpected error occurred; it was logged", (IDictionary<string, string[]>?)null),
+            };
+            if (status >= 500)
+            {
+                LogUnhandled(logger, exception, http.Request.Method, http.Request.Path);
+            }
+            if (status == 503)
+            {
+                http.Response.Headers.RetryAfter = "1";
+            }
+            if (http.Response.HasStarted)
+            {
+                return true;
+            }
+            http.Response.StatusCode = status;
+            var pd = new Microsoft.AspNetCore.Mvc.ProblemDetails { Status = status, Title = title, Detail = detail };
+            if (errors is not null)
+            {
+                pd.Extensions["errors"] = errors;
+            }
+            return await problems.TryWriteAsync(new ProblemDetailsContext { HttpContext = http, ProblemDetails = pd, Exception = exception });
+        }
+
+        private static bool IsUnavailable(MySqlException m) =>
+            m.ErrorCode is MySqlErrorCode.UnableToConnectToHost or MySqlErrorCode.TooManyUserConnections or MySqlErrorCode.ConnectionCountError
+            || m.Message.Contains("Connect Timeout expired", StringComparison.Ordinal);
+
+        private static string JsonDetail(JsonException j) => j.Message.Split(" Path:")[0];
+
+        private static Dictionary<string, string[]> JsonErrors(JsonException j)
+        {
+            var path = string.IsNullOrEmpty(j.Path) ? "$" : j.Path;
+            // Unknown members are reported by name so a customer sees exactly which property to remove.
+            var message = j.Message;
+            var marker = "could not be mapped to any .NET member contained in type";
+            if (message.Contains(marker, StringComparison.Ordinal))
+            {
+                var start = message.IndexOf('\'', StringComparison.Ordinal);
+                var end = start >= 0 ? message.IndexOf('\'', start + 1) : -1;
+                if (end > start)
+                {
+                    var name = message[(start + 1)..end];
+                    return new Dictionary<string, string[]> { [name] = [$"'{name}' is not a known property"] };
+                }
+            }
+            return new Dictionary<string, string[]> { [path] = [JsonDetail(j)] };
+        }
+
+        [LoggerMessage(Level = LogLevel.Error, Message = "Unhandled error on {Method} {Path}")]
+        private static partial void LogUnhandled(ILogger logger, Exception exception, string method, string path);
+    }
+}

@@ -1,0 +1,16 @@
+using Prometheus;
+using Queue.Api;
+using Queue.Api.Infrastructure;
+
+var builder = WebApplication.CreateSlimBuilder(args);
+builder.AddQueueApi();
+
+var app = builder.Build();
+app.UseApiProblems();
+app.UseHttpMetrics();
+app.UseAuthentication();
+app.UseAuthorization();
+app.UseRateLimiter();
+app.MapOpenApi("/openapi/v1.json").AllowAnonymous();
+app.MapOpsApi();
+app.Run();

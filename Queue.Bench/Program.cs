@@ -1,0 +1,1 @@
+return Queue.Bench.BenchMain.Run(args);

@@ -1,0 +1,28 @@
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.DependencyInjection.Extensions;
+using Queue.Core.Data;
+using Queue.Core.Ordering;
+using Queue.Core.Security;
+
+namespace Queue.Core;
+
+public static class CoreServices
+{
+    /// <summary>Registers the data source, options and Core services shared by Api, Admin and Scheduler.</summary>
+    public static IServiceCollection AddQueueCore(this IServiceCollection services)
+    {
+        services.AddQueueDatabase();
+        services.TryAddSingleton(TimeProvider.System);
+        services.AddOptions<OrderingOptions>().BindConfiguration("Ordering")
+            .Validate(o => o.IsValid(), "Ordering: Period must be 1 s to 1 day, Policy seed or tenant-fair, TimeZone a known zone")
+            .ValidateOnStart();
+        services.AddOptions<AuthOptions>().BindConfiguration("Auth")
+            .Validate(o => o.KeyCacheSeconds is >= 0 and <= 300, "Auth:KeyCacheSeconds must be 0 to 300")
+            .ValidateOnStart();
+        services.AddSingleton<OrderingCalendar>();
+        services.AddSingleton<TenantService>();
+        services.AddSingleton<ApiKeyService>();
+        services.AddSingleton<TechnicianService>();
+        return services;
+    }
+}

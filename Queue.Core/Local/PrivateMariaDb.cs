@@ -1,0 +1,257 @@
+using System.Diagnostics;
+using System.Globalization;
+using System.Net;
+using System.Net.Sockets;
+using MySqlConnector;
+
+namespace Queue.Core.Local;
+
+/// <summary>
+/// A private MariaDB server on 127.0.0.1, owned by this machine's user. The run command, the tests and the benchmarks
+/// all start their database through this one class, so they all run with the same, deliberate server settings.
+/// </summary>
+public sealed class PrivateMariaDb : IAsyncDisposable
+{
+    private readonly Process? watchdog;
+    private readonly bool ownsServer;
+
+    private PrivateMariaDb(string directory, int port, Process? watchdog, bool ownsServer)
+    {
+        Directory = directory;
+        Port = port;
+        this.watchdog = watchdog;
+        this.ownsServer = ownsServer;
+    }
+
+    public string Directory { get; }
+
+    public int Port { get; }
+
+    /// <summary>Connection string for the server's root account, without a database.</summary>
+    public string ServerConnectionString => new MySqlConnectionStringBuilder
+    {
+        Server = "127.0.0.1",
+        Port = (uint)Port,
+        UserID = "root",
+        Password = "",
+        AllowUserVariables = true,
+        Pooling = true,
+        MaximumPoolSize = 200,
+    }.ConnectionString;
+
+    public string ConnectionStringFor(string database) =>
+        new MySqlConnectionStringBuilder(ServerConnectionString) { Database = database }.ConnectionString;
+
+    /// <summary>Buffer pool size. 4 GiB by default: this 24 GiB box also runs the services, the tests and a load
+    /// generator, while 10M queued items with their indexes need about 3 GiB to stay in memory.</summary>
+    public static string DefaultBufferPool => Environment.GetEnvironmentVariable("QUEUE_DB_BUFFER_POOL") ?? "4G";
+
+    /// <summary>
+    /// Starts a throwaway server in a fresh temporary directory. The server is killed and the directory removed when
+    /// this process exits, however it exits: a watchdog shell polls our pid, so a crashed test run leaves nothing behind.
+    /// </summary>
+    public static Task<PrivateMariaDb> StartEphemeralAsync(string bufferPool = "512M", CancellationToken ct = default)
+    {
+        var dir = Path.Combine(Path.GetTempPath(), "queue-db-" + Guid.NewGuid().ToString("N")[..12]);
+        return StartAsync(dir, FreePort(), bufferPool, removeOnExit: true, tiedToThisProcess: true, ct);
+    }
+
+    /// <summary>
+    /// Starts (or reuses, if it is already running) the persistent server in <paramref name="directory"/>, as the
+    /// run command does. <paramref name="tiedToThisProcess"/> decides whether the server stops when this process ends.
+    /// </summary>
+    public static async Task<PrivateMariaDb> StartOrAttachAsync(string directory, int port, bool tiedToThisProcess, CancellationToken ct = default)
+    {
+        directory = Path.GetFullPath(directory);
+        var existing = await TryAttachAsync(directory, port, ct);
+        if (existing is not null)
+        {
+            return existing;
+        }
+        return await StartAsync(directory, port, DefaultBufferPool, removeOnExit: false, tiedToThisProcess, ct);
+    }
+
+    private static async Task<PrivateMariaDb?> TryAttachAsync(string directory, int port, CancellationToken ct)
+    {
+        var pidFile = Path.Combine(directory, "mariadbd.pid");
+        if (!File.Exists(pidFile))
+        {
+            return null;
+        }
+        var candidate = new PrivateMariaDb(directory, port, null, ownsServer: false);
+        return await candidate.CanConnectAsync(ct) ? candidate : null;
+    }
+
+    private static async Task<PrivateMariaDb> StartAsync(string directory, int port, string bufferPool, bool removeOnExit, bool tiedToThisProcess, CancellationToken ct)
+    {
+        var mariadbd = FindBinary("mariadbd") ?? throw new InvalidOperationException(
+            "mariadbd was not found. Install it with: apt-get install -y mariadb-server (./run.sh and ./test.sh do this for you).");
+        var installDb = FindBinary("mariadb-install-db") ?? throw new InvalidOperationException("mariadb-install-db was not found.");
+        var dataDir = Path.Combine(directory, "data");
+        System.IO.Directory.CreateDirectory(directory);
+        var asRoot = Environment.UserName == "root";
+
+        if (!System.IO.Directory.Exists(Path.Combine(dataDir, "mysql")))
+        {
+            var args = new List<string> { $"--datadir={dataDir}", "--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve" };
+            if (asRoot)
+            {
+                args.Add("--user=root");
+            }
+            await RunToEndAsync(installDb, args, ct);
+        }
+
+        var serverArgs = new List<string>
+        {
+            "--no-defaults",
+            $"--datadir={dataDir}",
+            $"--port={port.ToString(CultureInfo.InvariantCulture)}",
+            "--bind-address=127.0.0.1",          // never reachable from another machine
+            $"--socket={Path.Combine(directory, "mariadbd.sock")}",
+            $"--pid-file={Path.Combine(directory, "mariadbd.pid")}",
+            "--skip-name-resolve",
+            "--skip-log-bin",                    // no replica reads it, and it would add a second fsync to every commit
+            "--innodb-flush-log-at-trx-commit=1", // a claim or upload that was acknowledged survives a crash
+            "--max-allowed-packet=256M",         // 16 MiB documents and 64 MiB requests, with room for protocol overhead
+            "--transaction-isolation=READ-COMMITTED", // locking reads without gap locks: fewer deadlocks between claimers
+            $"--innodb-buffer-pool-size={bufferPool}", // see DefaultBufferPool
+            "--innodb-log-file-size=1G",         // bulk ingest must not stall on redo checkpoints
+            "--innodb-lock-wait-timeout=5",      // a stuck lock surfaces as 1205 quickly, and the claim is retried
+            "--max-connections=1000",
+            "--character-set-server=utf8mb4",
+            "--collation-server=utf8mb4_unicode_ci",
+            "--log-error=" + Path.Combine(directory, "mariadbd.err"),
+        };
+        if (asRoot)
+        {
+            serverArgs.Add("--user=root");
+        }
+
+        // The server runs under a small shell that stops it (and removes a throwaway directory) as soon as the owning
+        // process is gone, so neither a crash nor a kill -9 of a test run leaves a mariadbd behind.
+        var owner = tiedToThisProcess ? Environment.ProcessId.ToString(CultureInfo.InvariantCulture) : "";
+        var cleanup = removeOnExit ? directory : "";
+        const string script = """
+            "$@" & child=$!
+            stop() { kill -TERM "$child" 2>/dev/null; wait "$child"; [ -n "$CLEANUP" ] && rm -rf "$CLEANUP"; exit 0; }
+            trap stop TERM INT HUP
+            while kill -0 "$child" 2>/dev/null; do
+              if [ -n "$OWNER" ] && ! kill -0 "$OWNER" 2>/dev/null; then stop; fi
+              sleep 0.5
+            done
+            [ -n "$CLEANUP" ] && rm -rf "$CLEANUP"
+            """;
+        var psi = new ProcessStartInfo("/bin/sh") { UseShellExecute = false, RedirectStandardInput = true };
+        psi.ArgumentList.Add("-c");
+        psi.ArgumentList.Add(script);
+        psi.ArgumentList.Add("mariadb-watchdog");
+        psi.ArgumentList.Add(mariadbd);
+        foreach (var a in serverArgs)
+        {
+            psi.ArgumentList.Add(a);
+        }
+        psi.Environment["OWNER"] = owner;
+        psi.Environment["CLEANUP"] = cleanup;
+        var proc = Process.Start(psi) ?? throw new InvalidOperationException("could not start mariadbd");
+
+        var db = new PrivateMariaDb(directory, port, proc, ownsServer: true);
+        var deadline = DateTime.UtcNow.AddSeconds(60);
+        while (!await db.CanConnectAsync(ct))
+        {
+            if (proc.HasExited || DateTime.UtcNow > deadline)
+            {
+                var log = File.Exists(Path.Combine(directory, "mariadbd.err")) ? await File.ReadAllTextAsync(Path.Combine(directory, "mariadbd.err"), ct) : "";
+                throw new InvalidOperationException($"mariadbd did not accept connections on port {port}.\n{log[Math.Max(0, log.Length - 2000)..]}");
+            }
+            await Task.Delay(50, ct);
+        }
+        return db;
+    }
+
+    private async Task<bool> CanConnectAsync(CancellationToken ct)
+    {
+        try
+        {
+            var csb = new MySqlConnectionStringBuilder(ServerConnectionString) { Pooling = false, ConnectionTimeout = 2 };
+            await using var conn = new MySqlConnection(csb.ConnectionString);
+            await conn.OpenAsync(ct);
+            return true;
+        }
+        catch (MySqlException)
+        {
+            return false;
+        }
+    }
+
+    /// <summary>Creates an empty database (dropping any with that name).</summary>
+    public async Task<string> CreateDatabaseAsync(string name, CancellationToken ct = default)
+    {
+        await using var conn = new MySqlConnection(ServerConnectionString);
+        await conn.OpenAsync(ct);
+        await using var cmd = conn.CreateCommand();
+        // Database names cannot be parameters; the name is checked to be a plain identifier first.
+        if (!name.All(c => char.IsAsciiLetterOrDigit(c) || c == '_'))
+        {
+            throw new ArgumentException("database names are letters, digits and underscores", nameof(name));
+        }
+        cmd.CommandText = $"DROP DATABASE IF EXISTS `{name}`; CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci";
+        await cmd.ExecuteNonQueryAsync(ct);
+        return ConnectionStringFor(name);
+    }
+
+    public async ValueTask DisposeAsync()
+    {
+        if (!ownsServer || watchdog is null)
+        {
+            return;
+        }
+        MySqlConnection.ClearAllPools();
+        if (!watchdog.HasExited)
+        {
+            using (var kill = Process.Start("kill", ["-TERM", watchdog.Id.ToString(CultureInfo.InvariantCulture)]))
+            {
+                await kill!.WaitForExitAsync();
+            }
+            using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(30));
+            try
+            {
+                await watchdog.WaitForExitAsync(cts.Token);
+            }
+            catch (OperationCanceledException)
+            {
+                watchdog.Kill(entireProcessTree: true);
+            }
+        }
+        watchdog.Dispose();
+    }
+
+    public static int FreePort()
+    {
+        using var l = new TcpListener(IPAddress.Loopback, 0);
+        l.Start();
+        return ((IPEndPoint)l.LocalEndpoint).Port;
+    }
+
+    private static string? FindBinary(string name)
+    {
+        var paths = (Environment.GetEnvironmentVariable("PATH") ?? "").Split(':').Concat(["/usr/sbin", "/usr/bin", "/sbin"]);
+        return paths.Select(p => Path.Combine(p, name)).FirstOrDefault(File.Exists);
+    }
+
+    private static async Task RunToEndAsync(string file, IEnumerable<string> args, CancellationToken ct)
+    {
+        var psi = new ProcessStartInfo(file) { RedirectStandardOutput = true, RedirectStandardError = true, UseShellExecute = false };
+        foreach (var a in args)
+        {
+            psi.ArgumentList.Add(a);
+        }
+        using var p = Process.Start(psi)!;
+        var stdout = p.StandardOutput.ReadToEndAsync(ct);
+        var stderr = p.StandardError.ReadToEndAsync(ct);
+        await p.WaitForExitAsync(ct);
+        if (p.ExitCode != 0)
+        {
+            throw new InvalidOperationException($"{file} failed ({p.ExitCode}): {await stderr}{await stdout}");
+        }
+    }
+}

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Starts Queue: a private MariaDB under .queue/ (installed and initialised on first use), then Api, Admin and Scheduler.
+# Ctrl-C or SIGTERM stops all of them and the database cleanly.
+set -euo pipefail
+cd "$(dirname "$0")"
+ROOT=$PWD
+STATE=$ROOT/.queue
+mkdir -p "$STATE"
+
+API_URL=${QUEUE_API_URL:-http://127.0.0.1:5080}
+ADMIN_URL=${QUEUE_ADMIN_URL_BIND:-http://127.0.0.1:5081}
+SCHED_URL=${QUEUE_SCHEDULER_URL:-http://127.0.0.1:5082}
+
+external_db=""
+if [ -n "${ConnectionStrings__Queue:-}" ] || [ -n "${QUEUE_DB:-}" ]; then
+  external_db=1
+else
+  scripts/ensure-packages.sh mariadb
+fi
+
+echo "Building (Release)..."
+dotnet build Queue.slnx -c Release -nologo -v quiet -clp:ErrorsOnly >/dev/null
+BIN() { echo "$ROOT/$1/bin/Release/net10.0/$1.dll"; }
+
+pids=()
+stop_all() {
+  trap - INT TERM EXIT
+  echo; echo "Stopping services..."
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  if [ -z "$external_db" ] && [ -f "$STATE/db/mariadbd.pid" ]; then
+    echo "Stopping MariaDB..."
+    dbpid=$(cat "$STATE/db/mariadbd.pid")
+    kill -TERM "$dbpid" 2>/dev/null || true
+    for _ in $(seq 1 300); do kill -0 "$dbpid" 2>/dev/null || break; sleep 0.1; done
+  fi
+  echo "Stopped."
+}
+trap stop_all INT TERM EXIT
+
+# The first command starts (or reuses) the private server and applies the migrations.
+dotnet "$(BIN Queue.Admin)" migrate
+if [ -z "$external_db" ]; then
+  export ConnectionStrings__Queue="Server=127.0.0.1;Port=5306;User ID=root;Password=;Database=queue"
+fi
+
+if [ ! -f "$STATE/demo.env" ]; then
+  echo "First run: creating the demo tenants, keys and technician..."
+  admin() { dotnet "$(BIN Queue.Admin)" "$@"; }
+  admin create-tenant acme --tasks text,thumbnail --if-missing >/dev/null
+  admin create-tenant globex --tasks text,thumbnail --if-missing >/dev/null
+  key_a=$(admin create-key --role customer --tenant acme --label demo)
+  key_b=$(admin create-key --role customer --tenant globex --label demo)
+  key_w=$(admin create-key --role worker --label demo)
+  password=$(head -c 18 /dev/urandom | base64 | tr -d '/+=' | head -c 20)
+  admin create-technician tech "$password" >/dev/null
+  umask 077
+  cat > "$STATE/demo.env" <<ENV
+QUEUE_URL=$API_URL
+QUEUE_ADMIN_URL=$ADMIN_URL
+QUEUE_CUSTOMER_KEY=$key_a
+QUEUE_CUSTOMER_KEY_B=$key_b
+QUEUE_WORKER_KEY=$key_w
+QUEUE_ADMIN_USER=tech
+QUEUE_ADMIN_PASSWORD=$password
+ENV
+  chmod 600 "$STATE/demo.env"
+fi
+
+mkdir -p "$STATE/logs"
+start() { # name url
+  local name=$1 url=$2
+  ASPNETCORE_URLS=$url dotnet "$(BIN "$name")" --contentRoot "$ROOT/$name/bin/Release/net10.0" > >(tee "$STATE/logs/$name.log" | sed -u "s/^/[$name] /") 2>&1 &
+  pids+=($!)
+}
+start Queue.Api "$API_URL"
+start Queue.Admin "$ADMIN_URL"
+start Queue.Scheduler "$SCHED_URL"
+
+for url in "$API_URL/healthz" "$ADMIN_URL/healthz" "$SCHED_URL/healthz"; do
+  for _ in $(seq 1 600); do curl -fsS -o /dev/null "$url" 2>/dev/null && break; sleep 0.1; done
+done
+
+set -a; . "$STATE/demo.env"; set +a
+cat <<MSG
+
+Queue is running.
+  Api        $QUEUE_URL          (OpenAPI: $QUEUE_URL/openapi/v1.json)
+  Admin      $QUEUE_ADMIN_URL    login: $QUEUE_ADMIN_USER / $QUEUE_ADMIN_PASSWORD
+  Scheduler  $SCHED_URL/healthz  (ordering policy: ${Ordering__Policy:-seed}, period: ${Ordering__Period:-01:00:00})
+  Keys       customer (acme)   $QUEUE_CUSTOMER_KEY
+             customer (globex) $QUEUE_CUSTOMER_KEY_B
+             worker            $QUEUE_WORKER_KEY
+  All of the above is in .queue/demo.env (source it from scripts). Ctrl-C stops everything.
+
+MSG
+wait -n "${pids[@]}" || true
