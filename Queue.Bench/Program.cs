@@ -1,1 +1,1 @@
-return Queue.Bench.BenchMain.Run(args);
+return await Queue.Bench.BenchMain.RunAsync(args);

@@ -1,5 +1,6 @@
 using Dapper;
 using MySqlConnector;
+using Queue.Core.Local;
 using Queue.Tests.Infrastructure;
 
 namespace Queue.Tests.Foundation;

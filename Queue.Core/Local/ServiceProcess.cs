@@ -1,8 +1,8 @@
 using System.Diagnostics;
 using System.Globalization;
-using Queue.Core.Local;
 
-namespace Queue.Tests.Infrastructure;
+
+namespace Queue.Core.Local;
 
 /// <summary>A real service process (Queue.Api, Queue.Admin or Queue.Scheduler) started from the test's output folder.</summary>
 public sealed class ServiceProcess : IAsyncDisposable
@@ -20,6 +20,20 @@ public sealed class ServiceProcess : IAsyncDisposable
 
     public int Pid => process.Id;
 
+    /// <summary>Resident set size right now, in bytes, from /proc.</summary>
+    public long RssBytes()
+    {
+        foreach (var line in File.ReadLines($"/proc/{process.Id}/status"))
+        {
+            if (line.StartsWith("VmRSS:", StringComparison.Ordinal))
+            {
+                var kb = long.Parse(line.Split(' ', StringSplitOptions.RemoveEmptyEntries)[1], CultureInfo.InvariantCulture);
+                return kb * 1024;
+            }
+        }
+        return 0;
+    }
+
     public string Output
     {
         get
@@ -31,6 +45,7 @@ public sealed class ServiceProcess : IAsyncDisposable
         }
     }
 
+    /// <summary>Starts <paramref name="assembly"/>.dll from this program's own output folder on a free loopback port.</summary>
     public static ServiceProcess Start(string assembly, string connectionString, IDictionary<string, string>? env = null)
     {
         var port = PrivateMariaDb.FreePort();
