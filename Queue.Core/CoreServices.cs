@@ -20,6 +20,7 @@ public static class CoreServices
             .Validate(o => o.KeyCacheSeconds is >= 0 and <= 300, "Auth:KeyCacheSeconds must be 0 to 300")
             .ValidateOnStart();
         services.AddSingleton<OrderingCalendar>();
+        services.AddSingleton<OrderingLanes>();
         services.AddSingleton<TenantService>();
         services.AddSingleton<ApiKeyService>();
         services.AddSingleton<TechnicianService>();

@@ -1,0 +1,58 @@
+namespace Queue.Core.Sql;
+
+/// <summary>Keeping the ordering lanes current between rewrites: provisional values, overrides, blocks, removal.</summary>
+public static class OrderingSql
+{
+    /// <summary>Smallest-first value of one job: its items not yet done or dead (cancelled ones are gone too).</summary>
+    public const string ActiveCount = """
+        SELECT items_total - items_done - items_dead - items_cancelled FROM jobs WHERE id = @JobId
+        """;
+
+    /// <summary>Oldest-first provisional value: after every job already ranked, so a newer job never overtakes an older one.</summary>
+    public const string OldestProvisional = """
+        SELECT COALESCE(MAX(value), 9995) + 5 FROM ordering WHERE mode = 'oldest'
+        """;
+
+    public const string ActiveOverride = """
+        SELECT priority FROM overrides WHERE job_id = @JobId AND active = 1 AND expires_at > @Now ORDER BY id DESC LIMIT 1
+        """;
+
+    /// <summary>The job's value and mode, if it already has lanes (all lanes of a job share them).</summary>
+    public const string CurrentValue = "SELECT value AS Value, mode AS Mode FROM ordering WHERE job_id = @JobId LIMIT 1";
+
+    /// <summary>
+    /// Adds or refreshes one lane. New items are claimable now, so the skip hint drops to @Now. An override value is kept.
+    /// </summary>
+    public const string UpsertLane = """
+        INSERT INTO ordering (job_id, task, tenant_id, value, mode, blocked, available_at, updated_at)
+        VALUES (@JobId, @Task, @TenantId, @Value, @Mode, @Blocked, @Now, @Now)
+        ON DUPLICATE KEY UPDATE
+          value = IF(mode = 'override', value, VALUES(value)),
+          mode = IF(mode = 'override', mode, VALUES(mode)),
+          available_at = LEAST(available_at, VALUES(available_at)),
+          updated_at = VALUES(updated_at)
+        """;
+
+    public const string SetJobValue = """
+        UPDATE ordering SET value = @Value, mode = @Mode, updated_at = @Now WHERE job_id = @JobId
+        """;
+
+    public const string SetBlocked = "UPDATE ordering SET blocked = @Blocked, updated_at = @Now WHERE job_id = @JobId";
+
+    public const string RemoveJob = "DELETE FROM ordering WHERE job_id = @JobId";
+
+    /// <summary>Makes every lane of a job eligible for claims again at once (requeue, unblock).</summary>
+    public const string WakeJob = "UPDATE ordering SET available_at = @Now WHERE job_id = @JobId";
+
+    public const string JobForOrdering = "SELECT tenant_id AS TenantId, blocked AS Blocked, state AS State FROM jobs WHERE id = @JobId";
+
+    /// <summary>Tasks of the job that still have active items: the lanes it should have.</summary>
+    public const string ActiveTasks = """
+        SELECT DISTINCT task FROM items WHERE job_id = @JobId AND active = 1
+        """;
+
+    /// <summary>Oldest-first rank value of one job among all jobs with lanes: 10000 + 5 * (older jobs with work).</summary>
+    public const string OldestRankValue = """
+        SELECT 10000 + 5 * COUNT(DISTINCT job_id) FROM ordering WHERE job_id < @JobId
+        """;
+}
