@@ -77,8 +77,16 @@ start Queue.Api "$API_URL"
 start Queue.Admin "$ADMIN_URL"
 start Queue.Scheduler "$SCHED_URL"
 
-for url in "$API_URL/healthz" "$ADMIN_URL/healthz" "$SCHED_URL/healthz"; do
-  for _ in $(seq 1 600); do curl -fsS -o /dev/null "$url" 2>/dev/null && break; sleep 0.1; done
+healthy() { curl -fsS -o /dev/null --max-time 2 "$1" 2>/dev/null; }
+for svc in "Queue.Api $API_URL/healthz" "Queue.Admin $ADMIN_URL/healthz" "Queue.Scheduler $SCHED_URL/healthz"; do
+  set -- $svc
+  ok=""
+  for _ in $(seq 1 600); do healthy "$2" && { ok=1; break; }; sleep 0.1; done
+  if [ -z "$ok" ]; then
+    echo "$1 did not become healthy at $2; the last lines of its log (.queue/logs/$1.log):" >&2
+    tail -n 20 "$STATE/logs/$1.log" >&2 || true
+    exit 1
+  fi
 done
 
 set -a; . "$STATE/demo.env"; set +a
@@ -94,4 +102,10 @@ Queue is running.
   All of the above is in .queue/demo.env (source it from scripts). Ctrl-C stops everything.
 
 MSG
-wait -n "${pids[@]}" || true
+# Run until Ctrl-C, or until any service exits on its own (then stop the rest rather than limp on).
+while :; do
+  for p in "${pids[@]}"; do
+    if ! kill -0 "$p" 2>/dev/null; then echo "A service (pid $p) exited; stopping Queue." >&2; exit 1; fi
+  done
+  sleep 1
+done
