@@ -1,0 +1,76 @@
+using Microsoft.AspNetCore.Authentication.Cookies;
+using Microsoft.AspNetCore.Authorization;
+using Queue.Core;
+using Queue.Core.Admin;
+
+namespace Queue.Admin.Infrastructure;
+
+public static class AdminHosting
+{
+    public static WebApplicationBuilder AddQueueAdminUi(this WebApplicationBuilder builder)
+    {
+        // Serves wwwroot from the build output's manifest when the app runs from bin/ (tests, dotnet run);
+        // a no-op for a published app, whose wwwroot sits beside it.
+        builder.WebHost.UseStaticWebAssets();
+        var services = builder.Services;
+        services.AddQueueCore();
+        services.AddQueueAdmin();
+        services.AddAuthentication(CookieAuthenticationDefaults.AuthenticationScheme)
+            .AddCookie(o =>
+            {
+                o.LoginPath = "/Account/Login";
+                o.LogoutPath = "/Account/Logout";
+                o.AccessDeniedPath = "/Account/Login";
+                o.Cookie.Name = "queue-admin";
+                o.Cookie.HttpOnly = true;
+                o.Cookie.SameSite = SameSiteMode.Strict;
+                o.SlidingExpiration = true;
+                o.ExpireTimeSpan = TimeSpan.FromHours(8);
+            });
+        services.AddAuthorizationBuilder()
+            .AddPolicy(AdminPolicies.Technician, p => p.RequireAuthenticatedUser().RequireClaim(AdminPolicies.TechnicianClaim))
+            // Every endpoint needs a signed-in technician unless it opts out explicitly (login, error and health only).
+            .SetFallbackPolicy(new AuthorizationPolicyBuilder().RequireAuthenticatedUser().RequireClaim(AdminPolicies.TechnicianClaim).Build());
+        services.AddAntiforgery(o =>
+        {
+            o.Cookie.Name = "queue-admin-af";
+            o.Cookie.SameSite = SameSiteMode.Strict;
+            o.FormFieldName = "__RequestVerificationToken";
+        });
+        services.AddRazorPages(o => o.Conventions
+            .AuthorizeFolder("/", AdminPolicies.Technician)
+            .AllowAnonymousToPage("/Account/Login")
+            .AllowAnonymousToPage("/Error"))
+            .AddMvcOptions(o =>
+            {
+                var m = o.ModelBindingMessageProvider;
+                m.SetAttemptedValueIsInvalidAccessor((value, field) => $"'{value}' is not valid here: enter a whole number.");
+                m.SetValueMustBeANumberAccessor(field => "Enter a whole number.");
+                m.SetValueMustNotBeNullAccessor(field => "Enter a value.");
+            });
+        return builder;
+    }
+
+    public static WebApplication UseQueueAdminUi(this WebApplication app)
+    {
+        app.UseExceptionHandler("/Error");
+        app.UseStatusCodePages();
+        app.Use(async (ctx, next) =>
+        {
+            // No script at all, nothing from other origins (the machines are offline anyway), no framing.
+            var h = ctx.Response.Headers;
+            h.ContentSecurityPolicy = "default-src 'self'; script-src 'none'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'; base-uri 'none'";
+            h.XFrameOptions = "DENY";
+            h.XContentTypeOptions = "nosniff";
+            h["Referrer-Policy"] = "same-origin";
+            await next(ctx);
+        });
+        app.UseStaticFiles();
+        app.UseRouting();
+        app.UseAuthentication();
+        app.UseAuthorization();
+        app.MapGet("/healthz", () => TypedResults.Ok("ok")).AllowAnonymous();
+        app.MapRazorPages();
+        return app;
+    }
+}

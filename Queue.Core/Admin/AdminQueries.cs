@@ -1,0 +1,227 @@
+using Dapper;
+using MySqlConnector;
+using Queue.Core.Ordering;
+using Queue.Core.Sql;
+
+namespace Queue.Core.Admin;
+
+/// <summary>
+/// Read side of the Admin UI. Reads are plain consistent reads (no locks), so looking never slows claims down.
+/// </summary>
+public sealed class AdminQueries(MySqlDataSource db, OrderingCalendar calendar, TimeProvider clock)
+{
+    public const int MaxPageSize = 200;
+
+    /// <summary>
+    /// One page of the ordering as the next claim walks it: jobs by (value, job_id), unblocked first. Positions count
+    /// only unblocked jobs that have a lane claimable now, so they match what CONTRACT.md calls <c>position</c>.
+    /// </summary>
+    public async Task<QueuePage> QueueAsync(QueueFilter filter, QueueCursor cursor, int limit, CancellationToken ct)
+    {
+        limit = Math.Clamp(limit, 1, MaxPageSize);
+        var now = clock.GetUtcNow().UtcDateTime;
+        await using var conn = await db.OpenConnectionAsync(ct);
+        var sql = filter.Task is not null ? AdminSql.QueuePageForTask : filter.TenantId is not null ? AdminSql.QueuePageForTenant : AdminSql.QueuePage;
+        var rows = (await conn.QueryAsync<LaneGroup>(new CommandDefinition(sql, new
+        {
+            Blocked = cursor.Blocked ? 1 : 0,
+            cursor.Value,
+            cursor.JobId,
+            filter.Task,
+            filter.TenantId,
+            Limit = limit + 1,
+        }, cancellationToken: ct))).AsList();
+        var more = rows.Count > limit;
+        if (more)
+        {
+            rows.RemoveAt(rows.Count - 1);
+        }
+        var ids = rows.Select(r => r.JobId).ToArray();
+        var jobs = await JobsAsync(conn, ids, ct);
+        var modes = ids.Length == 0 ? new Dictionary<long, string>() :
+            (await conn.QueryAsync<(long JobId, string Mode)>(new CommandDefinition(AdminSql.ModesByIds, new { Ids = ids }, cancellationToken: ct)))
+            .ToDictionary(m => m.JobId, m => m.Mode);
+        var overrides = await OverridesAsync(conn, ids, ct);
+        var position = cursor.Position;
+        var entries = new List<QueueEntry>(rows.Count);
+        foreach (var r in rows)
+        {
+            var claimable = !r.Blocked && r.AvailableAt <= now;
+            int? pos = null;
+            if (claimable)
+            {
+                pos = ++position;
+            }
+            if (!jobs.TryGetValue(r.JobId, out var job))
+            {
+                continue; // removed by retention since the lanes were read
+            }
+            entries.Add(new QueueEntry(pos, job, r.Value, modes.GetValueOrDefault(r.JobId, "?"), r.Blocked, claimable, r.AvailableAt, r.Tasks,
+                overrides.GetValueOrDefault(r.JobId)));
+        }
+        QueueCursor? next = null;
+        if (more && rows.Count > 0)
+        {
+            var last = rows[^1];
+            next = new QueueCursor(last.Blocked, last.Value, last.JobId, position);
+        }
+        var lowest = await conn.ExecuteScalarAsync<long?>(new CommandDefinition(AdminSql.LowestValue, cancellationToken: ct));
+        return new QueuePage(entries, next, lowest);
+    }
+
+    /// <summary>The lowest value among unblocked jobs: an override below it puts a job first.</summary>
+    public async Task<long?> LowestValueAsync(CancellationToken ct)
+    {
+        await using var conn = await db.OpenConnectionAsync(ct);
+        return await conn.ExecuteScalarAsync<long?>(new CommandDefinition(AdminSql.LowestValue, cancellationToken: ct));
+    }
+
+    /// <summary>Newest jobs first; the next page starts before the last id returned.</summary>
+    public async Task<(IReadOnlyList<AdminJob> Jobs, long? NextBefore)> RecentJobsAsync(long before, int limit, CancellationToken ct)
+    {
+        limit = Math.Clamp(limit, 1, MaxPageSize);
+        await using var conn = await db.OpenConnectionAsync(ct);
+        var rows = (await conn.QueryAsync<AdminJob>(new CommandDefinition(AdminSql.RecentJobs, new { Before = before, Limit = limit + 1 }, cancellationToken: ct))).AsList();
+        long? next = null;
+        if (rows.Count > limit)
+        {
+            rows.RemoveAt(rows.Count - 1);
+            next = rows[^1].Id;
+        }
+        return (rows, next);
+    }
+
+    public async Task<AdminJob?> JobAsync(long jobId, CancellationToken ct)
+    {
+        await using var conn = await db.OpenConnectionAsync(ct);
+        return await conn.QuerySingleOrDefaultAsync<AdminJob>(new CommandDefinition(AdminSql.JobById, new { JobId = jobId }, cancellationToken: ct));
+    }
+
+    /// <summary>Everything the job page shows; dead items are paged by id after <paramref name="deadAfter"/>.</summary>
+    public async Task<JobDetail?> JobDetailAsync(long jobId, long deadAfter, int deadLimit, CancellationToken ct)
+    {
+        var now = clock.GetUtcNow().UtcDateTime;
+        await using var conn = await db.OpenConnectionAsync(ct);
+        var job = await conn.QuerySingleOrDefaultAsync<AdminJob>(new CommandDefinition(AdminSql.JobById, new { JobId = jobId }, cancellationToken: ct));
+        if (job is null)
+        {
+            return null;
+        }
+        var leases = await conn.ExecuteScalarAsync<long>(new CommandDefinition(AdminSql.LiveLeasesOfJob, new { JobId = jobId, Now = now }, cancellationToken: ct));
+        var laneList = (await conn.QueryAsync<LaneInfo>(new CommandDefinition(AdminSql.LanesOfJob, new { JobId = jobId }, cancellationToken: ct))).AsList();
+        int? position = null;
+        if (laneList.Count > 0 && !laneList[0].Blocked && laneList.Min(l => l.AvailableAt) <= now)
+        {
+            var ahead = await conn.ExecuteScalarAsync<long>(new CommandDefinition(AdminSql.JobsAhead,
+                new { laneList[0].Value, JobId = jobId, Now = now }, cancellationToken: ct));
+            position = (int)ahead + 1;
+        }
+        var history = (await conn.QueryAsync<OverrideInfo>(new CommandDefinition(AdminSql.OverridesOfJob, new { JobId = jobId }, cancellationToken: ct))).AsList();
+        var current = history.FirstOrDefault(o => o.Active);
+        var dead = (await conn.QueryAsync<DeadItem>(new CommandDefinition(AdminSql.DeadItemsOfJob,
+            new { JobId = jobId, After = deadAfter, Limit = deadLimit + 1 }, cancellationToken: ct))).AsList();
+        long? nextDead = null;
+        if (dead.Count > deadLimit)
+        {
+            dead.RemoveAt(dead.Count - 1);
+            nextDead = dead[^1].Id;
+        }
+        if (dead.Count > 0)
+        {
+            var errors = (await conn.QueryAsync<ItemError>(new CommandDefinition(AdminSql.ErrorsOfItems,
+                new { Ids = dead.Select(d => d.Id).ToArray() }, cancellationToken: ct))).ToLookup(e => e.ItemId);
+            foreach (var d in dead)
+            {
+                d.Errors = errors[d.Id].ToList();
+            }
+        }
+        var audit = (await conn.QueryAsync<AuditEntry>(new CommandDefinition(AdminSql.AuditPageForJob,
+            new { JobId = jobId, Before = long.MaxValue, Limit = 20 }, cancellationToken: ct))).AsList();
+        return new JobDetail(job, leases, position, laneList, current, history, dead, nextDead, audit);
+    }
+
+    public async Task<AuditPage> AuditAsync(long? jobId, long before, int limit, CancellationToken ct)
+    {
+        limit = Math.Clamp(limit, 1, MaxPageSize);
+        await using var conn = await db.OpenConnectionAsync(ct);
+        var rows = (await conn.QueryAsync<AuditEntry>(new CommandDefinition(jobId is null ? AdminSql.AuditPage : AdminSql.AuditPageForJob,
+            new { JobId = jobId, Before = before, Limit = limit + 1 }, cancellationToken: ct))).AsList();
+        long? next = null;
+        if (rows.Count > limit)
+        {
+            rows.RemoveAt(rows.Count - 1);
+            next = rows[^1].Id;
+        }
+        return new AuditPage(rows, next);
+    }
+
+    public async Task<Dashboard> DashboardAsync(CancellationToken ct)
+    {
+        var nowOffset = clock.GetUtcNow();
+        var now = nowOffset.UtcDateTime;
+        var period = calendar.At(nowOffset);
+        await using var conn = await db.OpenConnectionAsync(ct);
+        var rewrite = await conn.QuerySingleOrDefaultAsync<RewriteInfo>(new CommandDefinition(AdminSql.LastRewrite, cancellationToken: ct));
+        var depth = (await conn.QueryAsync<TenantDepth>(new CommandDefinition(AdminSql.DepthByTenant, cancellationToken: ct))).AsList();
+        var leased = (await conn.QueryAsync<(long TenantId, long Leased)>(new CommandDefinition(AdminSql.LiveLeasesByTenant, new { Now = now }, cancellationToken: ct)))
+            .ToDictionary(x => x.TenantId, x => x.Leased);
+        foreach (var d in depth)
+        {
+            d.Leased = leased.GetValueOrDefault(d.TenantId);
+        }
+        var throughput = (await conn.QueryAsync<ThroughputPoint>(new CommandDefinition(AdminSql.ThroughputSince,
+            new { Since = now.AddHours(-24) }, cancellationToken: ct))).AsList();
+        var oldestId = await conn.ExecuteScalarAsync<long?>(new CommandDefinition(AdminSql.OldestWaiting, new { Now = now }, cancellationToken: ct));
+        AdminJob? oldest = null;
+        if (oldestId is { } id)
+        {
+            oldest = await conn.QuerySingleOrDefaultAsync<AdminJob>(new CommandDefinition(AdminSql.JobById, new { JobId = id }, cancellationToken: ct));
+        }
+        var queued = await conn.ExecuteScalarAsync<long>(new CommandDefinition(AdminSql.QueuedJobCount, cancellationToken: ct));
+        var workers = await LeaseHoldersAsync(conn, now, ct);
+        var nextMode = period.NextMode == OrderingMode.Smallest ? "smallest" : "oldest";
+        return new Dashboard(nowOffset, period.ModeName, period.Start, period.End, nextMode, rewrite, depth, throughput, oldest, queued, workers);
+    }
+
+    public async Task<IReadOnlyList<LeaseHolder>> WorkersAsync(CancellationToken ct)
+    {
+        await using var conn = await db.OpenConnectionAsync(ct);
+        return await LeaseHoldersAsync(conn, clock.GetUtcNow().UtcDateTime, ct);
+    }
+
+    private static async Task<IReadOnlyList<LeaseHolder>> LeaseHoldersAsync(MySqlConnection conn, DateTime now, CancellationToken ct) =>
+        (await conn.QueryAsync<LeaseHolder>(new CommandDefinition(AdminSql.LeaseHolders, new { Now = now }, cancellationToken: ct))).AsList();
+
+    private static async Task<Dictionary<long, AdminJob>> JobsAsync(MySqlConnection conn, long[] ids, CancellationToken ct) =>
+        ids.Length == 0 ? [] :
+        (await conn.QueryAsync<AdminJob>(new CommandDefinition(AdminSql.JobsByIds, new { Ids = ids }, cancellationToken: ct))).ToDictionary(j => j.Id);
+
+    private static async Task<Dictionary<long, OverrideInfo>> OverridesAsync(MySqlConnection conn, long[] ids, CancellationToken ct)
+    {
+        var result = new Dictionary<long, OverrideInfo>();
+        if (ids.Length == 0)
+        {
+            return result;
+        }
+        foreach (var o in await conn.QueryAsync<OverrideInfo>(new CommandDefinition(AdminSql.ActiveOverridesByIds, new { Ids = ids }, cancellationToken: ct)))
+        {
+            result.TryAdd(o.JobId, o); // newest first
+        }
+        return result;
+    }
+
+    private sealed class LaneGroup
+    {
+        public long JobId { get; init; }
+
+        public bool Blocked { get; init; }
+
+        public long Value { get; init; }
+
+        public DateTime AvailableAt { get; init; }
+
+        public long Lanes { get; init; }
+
+        public string Tasks { get; init; } = "";
+    }
+}
