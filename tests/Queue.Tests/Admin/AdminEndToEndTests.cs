@@ -1,0 +1,118 @@
+using System.Globalization;
+using System.Net;
+using System.Net.Http.Headers;
+using System.Net.Http.Json;
+using System.Text.Json;
+using Microsoft.Playwright;
+using Queue.Core.Local;
+using Queue.Core.Security;
+using Queue.Tests.Infrastructure;
+
+namespace Queue.Tests.Admin;
+
+/// <summary>
+/// A technician at 3 a.m., in a real browser (Debian's headless Chromium) against real Kestrel servers: sign in, find
+/// the big job far down the queue, bump it, see it first, and watch a worker's next claim hand out its item.
+/// </summary>
+public sealed class AdminEndToEndTests(DatabaseFixture fx) : IClassFixture<DatabaseFixture>
+{
+    private static readonly string[] ChromiumArgs =
+        ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
+
+    [Fact]
+    public async Task A_technician_bumps_a_big_job_to_position_1_and_the_next_claim_serves_it()
+    {
+        const string password = "night shift password";
+        var login = "night-" + Guid.NewGuid().ToString("N")[..6];
+        await fx.Technicians.CreateAsync(login, password, default);
+        var (tenant, _) = await fx.NewCustomerAsync(settings: new TenantSettings(["text"]));
+        var workerKey = await fx.NewWorkerKeyAsync();
+        var seed = new AdminSeed(fx.DataSource);
+        for (var i = 0; i < 6; i++)
+        {
+            await seed.JobAsync(tenant.Id, $"small-{i}", 2, "text");
+        }
+        // Biggest and newest: last in both smallest-first and oldest-first.
+        var big = await seed.JobAsync(tenant.Id, "big-invoices", 60, "text");
+
+        await using var admin = ServiceProcess.Start("Queue.Admin", fx.ConnectionString);
+        await using var api = ServiceProcess.Start("Queue.Api", fx.ConnectionString);
+        await Task.WhenAll(admin.WaitHealthyAsync(seconds: 120), api.WaitHealthyAsync(seconds: 120));
+
+        using var pw = await Playwright.CreateAsync();
+        await using var browser = await pw.Chromium.LaunchAsync(new BrowserTypeLaunchOptions
+        {
+            ExecutablePath = "/usr/bin/chromium",
+            Headless = true,
+            Args = ChromiumArgs,
+        });
+        var context = await browser.NewContextAsync(new BrowserNewContextOptions { ViewportSize = new ViewportSize { Width = 1366, Height = 768 } });
+        var page = await context.NewPageAsync();
+        var shots = ScreenshotDirectory();
+
+        // Signing in: the queue sends us to the login page first.
+        await page.GotoAsync(admin.Url + "/queue");
+        Assert.Contains("/Account/Login", page.Url, StringComparison.Ordinal);
+        await page.FillAsync("#Login", login);
+        await page.FillAsync("#Password", password);
+        await page.ClickAsync("button[type=submit]");
+        await page.WaitForURLAsync("**/queue");
+        await page.ScreenshotAsync(new PageScreenshotOptions { Path = Path.Combine(shots, "1-queue-before.png"), FullPage = true });
+
+        // The big job sits at a low position.
+        var row = page.Locator($"#queue tr[data-job='{big}']");
+        var before = int.Parse(await row.Locator(".pos").InnerTextAsync(), CultureInfo.InvariantCulture);
+        Assert.Equal(7, before);
+
+        await row.Locator("a").First.ClickAsync();
+        await page.WaitForURLAsync($"**/jobs/{big}");
+        await page.FillAsync("#override-reason", "customer escalation: invoices due at 06:00");
+        await page.ScreenshotAsync(new PageScreenshotOptions { Path = Path.Combine(shots, "2-job-before-bump.png"), FullPage = true });
+        await page.ClickAsync("#override-form button[type=submit]");
+        await page.WaitForSelectorAsync(".flash");
+        Assert.Contains("Override set", await page.InnerTextAsync(".flash"), StringComparison.Ordinal);
+        Assert.Equal("1", (await page.InnerTextAsync("#position")).Trim());
+        await page.ScreenshotAsync(new PageScreenshotOptions { Path = Path.Combine(shots, "3-job-after-bump.png"), FullPage = true });
+
+        await page.ClickAsync("header nav a[href='/queue']");
+        await page.WaitForURLAsync("**/queue");
+        var first = page.Locator("#queue tbody tr").First;
+        Assert.Equal(big.ToString(CultureInfo.InvariantCulture), await first.GetAttributeAsync("data-job"));
+        Assert.Equal("1", (await first.Locator(".pos").InnerTextAsync()).Trim());
+        Assert.Contains("customer escalation", await first.Locator(".reason").InnerTextAsync(), StringComparison.Ordinal);
+        await page.ScreenshotAsync(new PageScreenshotOptions { Path = Path.Combine(shots, "4-queue-after-bump.png"), FullPage = true });
+
+        // A worker's next claim (CONTRACT.md POST /next) hands out the bumped job's first item.
+        using var http = new HttpClient { BaseAddress = new Uri(api.Url), Timeout = TimeSpan.FromSeconds(30) };
+        http.DefaultRequestHeaders.Authorization = new AuthenticationHeaderValue("Bearer", workerKey);
+        using var claim = await http.PostAsJsonAsync(new Uri("/next", UriKind.Relative), new { worker = "e2e-worker", max = 1 });
+        var body = await claim.Content.ReadAsStringAsync();
+        Assert.True(claim.StatusCode == HttpStatusCode.OK, $"POST /next answered {(int)claim.StatusCode} (is the claim engine merged?): {body}");
+        using var json = JsonDocument.Parse(body);
+        var item = json.RootElement.GetProperty("items")[0];
+        Assert.Equal(big, item.GetProperty("jobId").GetInt64());
+        var lowestItem = await seed.ScalarAsync<long>("SELECT MIN(id) FROM items WHERE job_id = @Id", new { Id = big });
+        Assert.Equal(lowestItem, item.GetProperty("id").GetInt64());
+
+        // The workers page now shows who holds that lease.
+        await page.ClickAsync("header nav a[href='/workers']");
+        await page.WaitForURLAsync("**/workers");
+        Assert.Contains("e2e-worker", await page.InnerTextAsync("#holders"), StringComparison.Ordinal);
+        await page.ScreenshotAsync(new PageScreenshotOptions { Path = Path.Combine(shots, "5-workers-after-claim.png"), FullPage = true });
+        await page.GotoAsync(admin.Url + "/");
+        await page.ScreenshotAsync(new PageScreenshotOptions { Path = Path.Combine(shots, "6-dashboard.png"), FullPage = true });
+    }
+
+    /// <summary>TestResults/screenshots at the repository root, next to the test results ./test.sh writes.</summary>
+    private static string ScreenshotDirectory()
+    {
+        var dir = new DirectoryInfo(AppContext.BaseDirectory);
+        while (dir is not null && !File.Exists(Path.Combine(dir.FullName, "Queue.slnx")))
+        {
+            dir = dir.Parent;
+        }
+        var path = Path.Combine(dir?.FullName ?? AppContext.BaseDirectory, "TestResults", "screenshots");
+        Directory.CreateDirectory(path);
+        return path;
+    }
+}
