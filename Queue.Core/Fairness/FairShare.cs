@@ -1,0 +1,119 @@
+namespace Queue.Core.Fairness;
+
+/// <summary>
+/// Weighted fair sharing of claims between tenants (stride scheduling with start-time virtual time, as in SFQ).
+/// Each tenant has a pass: the claims it was served divided by its weight. The next claim goes to the tenant with
+/// work whose pass is lowest (ties to the lower tenant id). <see cref="VirtualTime"/> is the lowest pass among the
+/// tenants that had claimable work at the last decision; a tenant that had none is lifted to it when it shows up
+/// again, so idling banks no credit: it starts level with the least-served active tenant. A continuously busy tenant
+/// is never below it.
+/// <para>
+/// The state is in memory, per Api process (docs/DESIGN.md "Fairness"): claims never write a shared row, and with
+/// several Api processes each one shares its own claims fairly, so their sum is fair too.
+/// </para>
+/// </summary>
+public sealed class FairShare
+{
+    private readonly Lock gate = new();
+    private readonly Dictionary<long, double> pass = [];
+    private double virtualTime;
+
+    public double VirtualTime
+    {
+        get
+        {
+            lock (gate)
+            {
+                return virtualTime;
+            }
+        }
+    }
+
+    public double PassOf(long tenant)
+    {
+        lock (gate)
+        {
+            return Math.Max(pass.GetValueOrDefault(tenant), virtualTime);
+        }
+    }
+
+    /// <summary>Orders tenants by their turn (lowest pass first, ties to the lower id), without changing anything.</summary>
+    public List<long> Rank(IEnumerable<long> tenants)
+    {
+        lock (gate)
+        {
+            var list = tenants.Select(t => (Tenant: t, Pass: Math.Max(pass.GetValueOrDefault(t), virtualTime))).ToList();
+            list.Sort(static (a, b) => a.Pass != b.Pass ? a.Pass.CompareTo(b.Pass) : a.Tenant.CompareTo(b.Tenant));
+            return list.ConvertAll(x => x.Tenant);
+        }
+    }
+
+    /// <summary>
+    /// These tenants have claimable work now. Any that fell behind the virtual time while it had none is lifted to it,
+    /// and the virtual time moves up to the lowest pass among them (the pass of whoever is served next).
+    /// </summary>
+    public void Backlogged(IReadOnlyCollection<long> tenants)
+    {
+        if (tenants.Count == 0)
+        {
+            return;
+        }
+        lock (gate)
+        {
+            var min = double.MaxValue;
+            foreach (var t in tenants)
+            {
+                var p = Math.Max(pass.GetValueOrDefault(t), virtualTime);
+                pass[t] = p;
+                min = Math.Min(min, p);
+            }
+            virtualTime = Math.Max(virtualTime, min);
+        }
+    }
+
+    /// <summary>
+    /// The next <paramref name="picks"/> claims among <paramref name="tenantsWithWork"/> by stride, without charging
+    /// anyone: how many each tenant gets, in turn order. Used to give each tenant its quota in one claim round.
+    /// </summary>
+    public List<(long Tenant, int Count)> Plan(IReadOnlyList<long> tenantsWithWork, Func<long, int> weight, int picks)
+    {
+        lock (gate)
+        {
+            var sim = tenantsWithWork.Select(t => (Tenant: t, Pass: Math.Max(pass.GetValueOrDefault(t), virtualTime))).ToList();
+            var counts = new Dictionary<long, int>();
+            var order = new List<long>();
+            for (var k = 0; k < picks && sim.Count > 0; k++)
+            {
+                var best = 0;
+                for (var i = 1; i < sim.Count; i++)
+                {
+                    if (sim[i].Pass < sim[best].Pass || (sim[i].Pass == sim[best].Pass && sim[i].Tenant < sim[best].Tenant))
+                    {
+                        best = i;
+                    }
+                }
+                var (t, p) = sim[best];
+                if (!counts.ContainsKey(t))
+                {
+                    order.Add(t);
+                }
+                counts[t] = counts.GetValueOrDefault(t) + 1;
+                sim[best] = (t, p + (1.0 / Math.Max(1, weight(t))));
+            }
+            return order.ConvertAll(t => (t, counts[t]));
+        }
+    }
+
+    /// <summary>Charges <paramref name="count"/> claims to a tenant.</summary>
+    public void Charge(long tenant, int count, int weight)
+    {
+        if (count <= 0)
+        {
+            return;
+        }
+        lock (gate)
+        {
+            pass[tenant] = Math.Max(pass.GetValueOrDefault(tenant), virtualTime) + ((double)count / Math.Max(1, weight));
+        }
+    }
+}
