@@ -1,9 +1,11 @@
 using Prometheus;
 using Queue.Api;
 using Queue.Api.Infrastructure;
+using Queue.Api.Jobs;
 
 var builder = WebApplication.CreateSlimBuilder(args);
 builder.AddQueueApi();
+builder.Services.AddJobsApi();
 
 var app = builder.Build();
 app.UseApiProblems();
@@ -13,4 +15,5 @@ app.UseAuthorization();
 app.UseRateLimiter();
 app.MapOpenApi("/openapi/v1.json").AllowAnonymous();
 app.MapOpsApi();
+app.MapJobsApi();
 app.Run();

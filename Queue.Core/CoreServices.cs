@@ -1,6 +1,7 @@
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.DependencyInjection.Extensions;
 using Queue.Core.Data;
+using Queue.Core.Jobs;
 using Queue.Core.Ordering;
 using Queue.Core.Security;
 
@@ -24,6 +25,7 @@ public static class CoreServices
         services.AddSingleton<TenantService>();
         services.AddSingleton<ApiKeyService>();
         services.AddSingleton<TechnicianService>();
+        services.AddJobs();
         return services;
     }
 }

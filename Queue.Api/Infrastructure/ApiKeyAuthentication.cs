@@ -20,6 +20,8 @@ public sealed class ApiKeyAuthenticationHandler(
     public const string TenantClaim = "queue:tenant";
     public const string TenantNameClaim = "queue:tenant-name";
     public const string KeyClaim = "queue:key";
+    public const string RateLimitClaim = "queue:rate-limit";
+    public const string RateBurstClaim = "queue:rate-burst";
 
     protected override async Task<AuthenticateResult> HandleAuthenticateAsync()
     {
@@ -46,6 +48,8 @@ public sealed class ApiKeyAuthenticationHandler(
         {
             claims.Add(new Claim(TenantClaim, tenant.ToString(CultureInfo.InvariantCulture)));
             claims.Add(new Claim(TenantNameClaim, principal.TenantName ?? ""));
+            claims.Add(new Claim(RateLimitClaim, principal.RateLimit.ToString(CultureInfo.InvariantCulture)));
+            claims.Add(new Claim(RateBurstClaim, principal.RateBurst.ToString(CultureInfo.InvariantCulture)));
         }
         var identity = new ClaimsIdentity(claims, SchemeName, null, RoleClaim);
         return AuthenticateResult.Success(new AuthenticationTicket(new ClaimsPrincipal(identity), SchemeName));

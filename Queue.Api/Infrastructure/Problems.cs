@@ -3,6 +3,8 @@ using Microsoft.AspNetCore.Diagnostics;
 using Microsoft.AspNetCore.Http.HttpResults;
 using MySqlConnector;
 using Queue.Core;
+using Queue.Core.Data;
+using Queue.Core.Jobs;
 
 namespace Queue.Api.Infrastructure;
 
@@ -44,10 +46,13 @@ public static partial class Problems
             var (status, title, detail, errors) = exception switch
             {
                 ValidationException v => (400, "The request is invalid.", "see errors", v.Errors),
+                PayloadTooLargeException p => (413, "Payload Too Large", p.Message, null),
                 BadHttpRequestException { StatusCode: 413 } => (413, "Payload Too Large", "the request body is over the limit", null),
                 BadHttpRequestException b when b.InnerException is JsonException j => (400, "Malformed JSON", JsonDetail(j), JsonErrors(j)),
                 BadHttpRequestException b => (b.StatusCode, "Bad Request", b.Message, null),
                 JsonException j => (400, "Malformed JSON", JsonDetail(j), JsonErrors(j)),
+                // A deadlock or lock wait that outlived its retries rolled everything back: safe to retry.
+                MySqlException m when Retry.IsTransient(m) => (503, "Service Unavailable", "the database is busy; nothing was changed, retry later", null),
                 MySqlException m when IsUnavailable(m) => (503, "Service Unavailable", "the database is unavailable or overloaded; retry later", null),
                 OperationCanceledException when http.RequestAborted.IsCancellationRequested => (499, "Client Closed Request", "the client went away", null),
                 _ => (500, "Internal Server Error", "an unexpected error occurred; it was logged", (IDictionary<string, string[]>?)null),
@@ -81,7 +86,8 @@ public static partial class Problems
 
         private static Dictionary<string, string[]> JsonErrors(JsonException j)
         {
-            var path = string.IsNullOrEmpty(j.Path) ? "$" : j.Path;
+            // "$.documents[0].content" names the field as a client wrote it: "documents[0].content".
+            var path = string.IsNullOrEmpty(j.Path) ? "$" : j.Path.StartsWith("$.", StringComparison.Ordinal) ? j.Path[2..] : j.Path;
             // Unknown members are reported by name so a customer sees exactly which property to remove.
             var message = j.Message;
             var marker = "could not be mapped to any .NET member contained in type";

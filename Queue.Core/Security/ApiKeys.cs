@@ -15,7 +15,8 @@ public enum KeyRole
 }
 
 /// <summary>Who a bearer key belongs to. <see cref="TenantId"/> is null for worker keys.</summary>
-public sealed record Principal(long KeyId, KeyRole Role, long? TenantId, string? TenantName);
+/// <param name="RateLimit">The tenant's requests per second (0: no limit), cached with the key so rate limiting needs no query.</param>
+public sealed record Principal(long KeyId, KeyRole Role, long? TenantId, string? TenantName, int RateLimit = 0, int RateBurst = 0);
 
 /// <summary>A key as the one moment it is visible: <see cref="Secret"/> is never stored and never shown again.</summary>
 public sealed record IssuedKey(long Id, string Secret, string Prefix, KeyRole Role, long? TenantId);
@@ -73,7 +74,7 @@ public sealed class ApiKeyService(MySqlDataSource db, TimeProvider clock, IOptio
         Principal? principal = null;
         if (row is not null && row.RevokedAt is null && CryptographicOperations.FixedTimeEquals(row.Hash, hash))
         {
-            principal = new Principal(row.Id, row.Role == "worker" ? KeyRole.Worker : KeyRole.Customer, row.TenantId, row.TenantName);
+            principal = new Principal(row.Id, row.Role == "worker" ? KeyRole.Worker : KeyRole.Customer, row.TenantId, row.TenantName, row.RateLimit ?? 0, row.RateBurst ?? 0);
         }
         var ttl = options.Value.KeyCacheSeconds * 1000L;
         if (ttl > 0)
@@ -105,5 +106,5 @@ public sealed class ApiKeyService(MySqlDataSource db, TimeProvider clock, IOptio
 
     private static string Base64Url(byte[] bytes) => Convert.ToBase64String(bytes).TrimEnd('=').Replace('+', '-').Replace('/', '_');
 
-    private sealed record KeyRow(long Id, long? TenantId, string Role, byte[] Hash, DateTime? RevokedAt, string? TenantName);
+    private sealed record KeyRow(long Id, long? TenantId, string Role, byte[] Hash, DateTime? RevokedAt, string? TenantName, int? RateLimit, int? RateBurst);
 }

@@ -35,7 +35,7 @@ public static class TenantSql
     /// <summary>The lookup is by hash, which is unique; the constant-time compare afterwards guards the index lookup.</summary>
     public const string KeyByHash = """
         SELECT k.id AS Id, k.tenant_id AS TenantId, k.role AS Role, k.key_hash AS Hash, k.revoked_at AS RevokedAt,
-               t.name AS TenantName
+               t.name AS TenantName, t.rate_limit AS RateLimit, t.rate_burst AS RateBurst
         FROM api_keys k LEFT JOIN tenants t ON t.id = k.tenant_id
         WHERE k.key_hash = @Hash
         """;

@@ -1,0 +1,301 @@
+using System.Globalization;
+using System.Runtime.CompilerServices;
+using System.Security.Claims;
+using System.Text.Json;
+using System.Text.Json.Serialization.Metadata;
+using Microsoft.AspNetCore.Http.HttpResults;
+using Microsoft.AspNetCore.Http.Json;
+using FromQueryAttribute = Microsoft.AspNetCore.Mvc.FromQueryAttribute;
+using Microsoft.AspNetCore.RateLimiting;
+using Microsoft.AspNetCore.WebUtilities;
+using Microsoft.Extensions.Options;
+using Microsoft.Net.Http.Headers;
+using Queue.Api.Infrastructure;
+using Queue.Core.Jobs;
+
+namespace Queue.Api.Jobs;
+
+/// <summary>The customer endpoints of CONTRACT.md: jobs, documents, status, cancel. Every lookup is scoped to the caller's tenant.</summary>
+public static class JobsApi
+{
+    public static IServiceCollection AddJobsApi(this IServiceCollection services)
+    {
+        services.ConfigureHttpJsonOptions(o => o.SerializerOptions.TypeInfoResolverChain.Insert(0, JobsJsonContext.Default));
+        services.Configure<RateLimiterOptions>(o => o.AddPolicy<string, TenantRateLimitPolicy>(TenantRateLimitPolicy.Name));
+        services.AddSingleton<IdempotencyFilter>();
+        return services;
+    }
+
+    public static IEndpointRouteBuilder MapJobsApi(this IEndpointRouteBuilder app)
+    {
+        var jobs = app.MapGroup("/jobs").RequireAuthorization(Roles.Customer).RequireRateLimiting(TenantRateLimitPolicy.Name)
+            .WithTags("Jobs").ProducesProblem(401).ProducesProblem(403).ProducesProblem(429);
+        jobs.MapPost("", CreateAsync).AddEndpointFilter<IdempotencyFilter>()
+            .Accepts<CreateJobRequest>("application/json").ProducesProblem(409).ProducesProblem(413).ProducesProblem(415).ProducesProblem(422)
+            .WithSummary("Create a job, optionally with inline base64 documents").WithName("CreateJob");
+        jobs.MapGet("", ListAsync).WithSummary("The caller's jobs, newest first").WithName("ListJobs");
+        jobs.MapGet("/{id:long}", GetAsync).WithSummary("Job status: counts, position, ordering, ETA").WithName("GetJob");
+        jobs.MapDelete("/{id:long}", CancelAsync).WithSummary("Cancel a job").WithName("CancelJob");
+        jobs.MapPost("/{id:long}/close", CloseAsync).WithSummary("No more documents will come").WithName("CloseJob");
+        jobs.MapPost("/{id:long}/documents", UploadAsync).AddEndpointFilter<IdempotencyFilter>()
+            .Accepts<Stream>("application/octet-stream", "multipart/form-data", "*/*").ProducesProblem(413).ProducesProblem(422)
+            .WithSummary("Add documents to an open job: a raw body with ?name=, or multipart/form-data").WithName("UploadDocuments");
+        jobs.MapGet("/{id:long}/documents", DocumentsAsync).WithSummary("The job's documents, in id order").WithName("ListDocuments");
+        jobs.MapGet("/{id:long}/documents/{documentId:long}", DownloadAsync)
+            .Produces(200, contentType: "application/octet-stream").ProducesProblem(404)
+            .WithSummary("A document's original bytes").WithName("GetDocument");
+        jobs.MapGet("/{id:long}/items", ItemsAsync).WithSummary("The job's items with their last errors, in id order").WithName("ListItems");
+        return app;
+    }
+
+    private static async Task<Results<Created<CreatedJobResponse>, ValidationProblem, ProblemHttpResult>> CreateAsync(
+        HttpContext http, ClaimsPrincipal user, JobService jobs, JobStatusService status, IOptions<ApiLimitsOptions> limits,
+        IOptions<JobOptions> jobOptions, IOptions<JsonOptions> json, CancellationToken ct)
+    {
+        if (!http.Request.HasJsonContentType())
+        {
+            return UnsupportedMediaType("send the job as application/json");
+        }
+        var typeInfo = (JsonTypeInfo<CreateJobRequest>)json.Value.SerializerOptions.GetTypeInfo(typeof(CreateJobRequest));
+        var body = RequestLimit.Body(http, limits.Value.MaxRequestBytes);
+        var request = await JsonSerializer.DeserializeAsync(body, typeInfo, ct);
+        if (request is null)
+        {
+            return Problems.Validation("$", "send a JSON object");
+        }
+        var errors = new Dictionary<string, string[]>();
+        if (JobValidation.JobName(request.Name) is { } n)
+        {
+            errors["name"] = [n];
+        }
+        if (request.Tasks is not null && Core.Validation.Tasks(request.Tasks, JobValidation.MaxTasks, allowEmpty: false) is { } t)
+        {
+            errors["tasks"] = [t];
+        }
+        var documents = request.Documents ?? [];
+        if (documents.Count > jobOptions.Value.MaxInlineDocuments)
+        {
+            errors["documents"] = [$"at most {jobOptions.Value.MaxInlineDocuments} documents per request; add more with POST /jobs/{{id}}/documents"];
+        }
+        for (var i = 0; i < documents.Count; i++)
+        {
+            var d = documents[i];
+            if (d is null)
+            {
+                errors[$"documents[{i}]"] = ["must be an object"];
+                continue;
+            }
+            foreach (var (field, messages) in JobValidation.Document(d.Name, d.ContentType, $"documents[{i}].name", $"documents[{i}].contentType"))
+            {
+                errors[field] = messages;
+            }
+            if (d.Content is null)
+            {
+                errors[$"documents[{i}].content"] = ["is required (base64)"];
+            }
+        }
+        if (errors.Count > 0)
+        {
+            return TypedResults.ValidationProblem(errors, title: "The request is invalid.");
+        }
+        var tooLarge = documents.Select((d, i) => (d, i)).FirstOrDefault(x => x.d.Content!.Length > limits.Value.MaxDocumentBytes);
+        if (tooLarge.d is not null)
+        {
+            return TypedResults.Problem(statusCode: 413, title: "Payload Too Large",
+                detail: $"documents[{tooLarge.i}] is over the limit of {limits.Value.MaxDocumentBytes} bytes");
+        }
+        var tenant = user.TenantId();
+        var inline = documents.Select(d => new InlineDocument(d.Name!, d.ContentType ?? "application/octet-stream", d.Content!)).ToList();
+        var (jobId, created) = await jobs.CreateAsync(tenant, new NewJob(request.Name!, request.Tasks, request.Open ?? false, inline), ct);
+        var s = await status.GetAsync(tenant, jobId, ct) ?? throw new InvalidOperationException($"job {jobId} vanished after creation");
+        return TypedResults.Created(string.Create(CultureInfo.InvariantCulture, $"/jobs/{jobId}"), CreatedJobResponse.From(s, created));
+    }
+
+    private static async Task<Results<Created<UploadResponse>, ValidationProblem, ProblemHttpResult>> UploadAsync(
+        long id, HttpContext http, ClaimsPrincipal user, [FromQuery] string? name, JobService jobs, IOptions<ApiLimitsOptions> limits, CancellationToken ct)
+    {
+        var body = RequestLimit.Body(http, limits.Value.MaxRequestBytes);
+        IAsyncEnumerable<IncomingDocument> documents;
+        var contentType = http.Request.ContentType;
+        if (contentType is not null && MediaTypeHeaderValue.TryParse(contentType, out var media)
+            && media.MediaType.Equals("multipart/form-data", StringComparison.OrdinalIgnoreCase))
+        {
+            var boundary = HeaderUtilities.RemoveQuotes(media.Boundary).Value;
+            if (string.IsNullOrEmpty(boundary) || boundary.Length > 200)
+            {
+                return Problems.Validation("Content-Type", "multipart/form-data needs a boundary of 1 to 200 characters");
+            }
+            documents = Multipart(body, boundary, ct);
+        }
+        else
+        {
+            var type = contentType ?? "application/octet-stream";
+            var errors = JobValidation.Document(name, type, "name", "Content-Type");
+            if (errors.Count > 0)
+            {
+                return TypedResults.ValidationProblem(errors, title: "The request is invalid.");
+            }
+            documents = One(new IncomingDocument(name!, type, body));
+        }
+        var (outcome, result) = await jobs.UploadAsync(user.TenantId(), id, documents, limits.Value.MaxDocumentBytes, ct);
+        return outcome switch
+        {
+            Outcome.NotFound => Problems.NotFound($"job {id}"),
+            Outcome.Conflict => Problems.Conflict($"job {id} is closed or cancelled and takes no more documents"),
+            _ => TypedResults.Created(string.Create(CultureInfo.InvariantCulture, $"/jobs/{id}/documents/{result!.Documents[0].Id}"),
+                new UploadResponse(result.Documents, result.ItemsAdded)),
+        };
+    }
+
+    private static async IAsyncEnumerable<IncomingDocument> One(IncomingDocument document)
+    {
+        await Task.CompletedTask;
+        yield return document;
+    }
+
+    /// <summary>One document per file part, each read as a stream straight from the request body.</summary>
+    private static async IAsyncEnumerable<IncomingDocument> Multipart(Stream body, string boundary, [EnumeratorCancellation] CancellationToken ct)
+    {
+        var reader = new MultipartReader(boundary, body) { HeadersLengthLimit = 16 * 1024, BodyLengthLimit = null };
+        var index = 0;
+        while (await reader.ReadNextSectionAsync(ct) is { } section)
+        {
+            var disposition = section.GetContentDispositionHeader();
+            if (disposition is null || !disposition.IsFileDisposition())
+            {
+                var part = disposition?.Name.Value ?? $"part {index}";
+                throw new Core.ValidationException(new Dictionary<string, string[]>
+                {
+                    [part] = ["only file parts are accepted: send each document with a filename"],
+                });
+            }
+            var fileName = HeaderUtilities.RemoveQuotes(disposition.FileNameStar.HasValue ? disposition.FileNameStar : disposition.FileName).Value;
+            yield return new IncomingDocument(fileName ?? "", section.ContentType ?? "application/octet-stream", section.Body);
+            index++;
+        }
+    }
+
+    private static async Task<Results<Ok<JobStatus>, ProblemHttpResult>> GetAsync(long id, ClaimsPrincipal user, JobStatusService status, CancellationToken ct) =>
+        await status.GetAsync(user.TenantId(), id, ct) is { } s ? TypedResults.Ok(s) : Problems.NotFound($"job {id}");
+
+    private static async Task<Results<Ok<JobStatus>, ProblemHttpResult>> CloseAsync(
+        long id, ClaimsPrincipal user, JobService jobs, JobStatusService status, CancellationToken ct)
+    {
+        var tenant = user.TenantId();
+        return await jobs.CloseAsync(tenant, id, ct) switch
+        {
+            Outcome.NotFound => Problems.NotFound($"job {id}"),
+            Outcome.Conflict => Problems.Conflict($"job {id} is cancelled"),
+            _ => await status.GetAsync(tenant, id, ct) is { } s ? TypedResults.Ok(s) : Problems.NotFound($"job {id}"),
+        };
+    }
+
+    private static async Task<Results<Ok<JobStatus>, ProblemHttpResult>> CancelAsync(
+        long id, ClaimsPrincipal user, JobService jobs, JobStatusService status, CancellationToken ct)
+    {
+        var tenant = user.TenantId();
+        return await jobs.CancelAsync(tenant, id, ct) == Outcome.NotFound
+            ? Problems.NotFound($"job {id}")
+            : await status.GetAsync(tenant, id, ct) is { } s ? TypedResults.Ok(s) : Problems.NotFound($"job {id}");
+    }
+
+    private static async Task<Results<Ok<JobsPage>, ValidationProblem>> ListAsync(
+        ClaimsPrincipal user, JobQueries queries, [FromQuery] string? state, [FromQuery] string? limit, [FromQuery] string? after, CancellationToken ct)
+    {
+        var errors = new Dictionary<string, string[]>();
+        var take = Limit(limit, errors);
+        int? stateNumber = null;
+        if (state is not null && (stateNumber = JobStates.Parse(state)) is null)
+        {
+            errors["state"] = ["must be open, closed, done or cancelled"];
+        }
+        if (errors.Count > 0)
+        {
+            return TypedResults.ValidationProblem(errors, title: "The request is invalid.");
+        }
+        var page = await queries.JobsAsync(user.TenantId(), stateNumber, take, after, ct);
+        return TypedResults.Ok(new JobsPage(page.Rows, page.Next));
+    }
+
+    private static async Task<Results<Ok<DocumentsPage>, ValidationProblem, ProblemHttpResult>> DocumentsAsync(
+        long id, ClaimsPrincipal user, JobQueries queries, [FromQuery] string? limit, [FromQuery] string? after, CancellationToken ct)
+    {
+        var errors = new Dictionary<string, string[]>();
+        var take = Limit(limit, errors);
+        if (errors.Count > 0)
+        {
+            return TypedResults.ValidationProblem(errors, title: "The request is invalid.");
+        }
+        return await queries.DocumentsAsync(user.TenantId(), id, take, after, ct) is { } page
+            ? TypedResults.Ok(new DocumentsPage(page.Rows, page.Next))
+            : Problems.NotFound($"job {id}");
+    }
+
+    private static async Task<Results<Ok<ItemsPage>, ValidationProblem, ProblemHttpResult>> ItemsAsync(
+        long id, ClaimsPrincipal user, JobQueries queries, [FromQuery] string? state, [FromQuery] string? limit, [FromQuery] string? after, CancellationToken ct)
+    {
+        var errors = new Dictionary<string, string[]>();
+        var take = Limit(limit, errors);
+        int? stateNumber = null;
+        if (state is not null && (stateNumber = ItemStates.Parse(state)) is null)
+        {
+            errors["state"] = ["must be ready, leased, done, dead or cancelled"];
+        }
+        if (errors.Count > 0)
+        {
+            return TypedResults.ValidationProblem(errors, title: "The request is invalid.");
+        }
+        return await queries.ItemsAsync(user.TenantId(), id, stateNumber, take, after, ct) is { } page
+            ? TypedResults.Ok(new ItemsPage(page.Rows, page.Next))
+            : Problems.NotFound($"job {id}");
+    }
+
+    private static async Task<IResult> DownloadAsync(long id, long documentId, HttpContext http, ClaimsPrincipal user, JobQueries queries, CancellationToken ct)
+    {
+        var doc = await queries.DocumentAsync(user.TenantId(), id, documentId, ct);
+        if (doc is null)
+        {
+            return Problems.NotFound($"document {documentId} of job {id}");
+        }
+        var response = http.Response;
+        response.StatusCode = 200;
+        response.ContentType = doc.ContentType;
+        response.ContentLength = doc.Size;
+        response.Headers.ETag = $"\"{doc.Sha256}\"";
+        var disposition = new ContentDispositionHeaderValue("attachment");
+        disposition.SetHttpFileName(doc.Name);
+        response.Headers.ContentDisposition = disposition.ToString();
+        await queries.CopyContentAsync(doc.Id, doc.Size, response.Body, ct);
+        return TypedResults.Empty;
+    }
+
+    private static int Limit(string? raw, Dictionary<string, string[]> errors)
+    {
+        if (raw is null)
+        {
+            return 50;
+        }
+        if (int.TryParse(raw, NumberStyles.None, CultureInfo.InvariantCulture, out var n) && n is >= 1 and <= 500)
+        {
+            return n;
+        }
+        errors["limit"] = ["must be an integer from 1 to 500"];
+        return 0;
+    }
+
+    private static ProblemHttpResult UnsupportedMediaType(string detail) =>
+        TypedResults.Problem(statusCode: 415, title: "Unsupported Media Type", detail: detail);
+}
+
+/// <summary>The request body, stopped with 413 past the request limit, whatever the server in front enforces.</summary>
+internal static class RequestLimit
+{
+    public static Stream Body(HttpContext http, long maxBytes)
+    {
+        if (http.Request.ContentLength > maxBytes)
+        {
+            throw new PayloadTooLargeException($"the request body is over the limit of {maxBytes} bytes");
+        }
+        return new MeteredStream(http.Request.Body, maxBytes, "the request body");
+    }
+}

@@ -1,0 +1,247 @@
+using System.Buffers;
+using System.Security.Cryptography;
+using Dapper;
+using Microsoft.Extensions.Options;
+using MySqlConnector;
+using Queue.Core.Data;
+using Queue.Core.Ordering;
+using Queue.Core.Sql;
+
+namespace Queue.Core.Jobs;
+
+public sealed class JobOptions
+{
+    /// <summary>Documents larger than the probe streamed to the database at once. MySqlConnector sends a Stream value of a
+    /// prepared statement with COM_STMT_SEND_LONG_DATA through a pooled 16 MB buffer, so this caps that memory.</summary>
+    public int MaxConcurrentStreams { get; set; } = 8;
+
+    /// <summary>Inline documents per POST /jobs.</summary>
+    public int MaxInlineDocuments { get; set; } = 10_000;
+
+    public bool IsValid() => MaxConcurrentStreams is >= 1 and <= 256 && MaxInlineDocuments is >= 1 and <= 1_000_000;
+}
+
+/// <summary>Creating jobs, adding documents (streamed), closing and cancelling. Every call checks the tenant.</summary>
+public sealed class JobService(MySqlDataSource db, TimeProvider clock, OrderingLanes lanes, TenantCache tenants, IOptions<JobOptions> options) : IDisposable
+{
+    /// <summary>Documents up to this size are read into a pooled buffer and stored in one round trip with their items.</summary>
+    public const int ProbeBytes = 256 * 1024;
+
+    private readonly SemaphoreSlim streams = new(options.Value.MaxConcurrentStreams);
+
+    public void Dispose() => streams.Dispose();
+
+    public async Task<(long JobId, IReadOnlyList<CreatedDocument> Created)> CreateAsync(long tenantId, NewJob job, CancellationToken ct)
+    {
+        var tasks = job.Tasks ?? (await tenants.GetAsync(tenantId, ct))?.DefaultTaskList
+            ?? throw new InvalidOperationException($"tenant {tenantId} does not exist");
+        var tasksJson = JobValidation.TasksJson(tasks);
+        return await Retry.OnDeadlockAsync(async ct =>
+        {
+            var now = clock.GetUtcNow().UtcDateTime;
+            await using var conn = await db.OpenConnectionAsync(ct);
+            await using var tx = await conn.BeginReadCommittedAsync(ct);
+            var jobId = await conn.ExecuteScalarAsync<long>(new CommandDefinition(JobSql.InsertJob,
+                new { TenantId = tenantId, job.Name, Tasks = string.Join(',', tasks), Now = now }, tx, cancellationToken: ct));
+            long items = 0;
+            if (job.Documents.Count > 0)
+            {
+                // One pipelined round trip for every document and its bytes; the items follow in one set-based statement.
+                await using var batch = new MySqlBatch(conn, tx);
+                foreach (var d in job.Documents)
+                {
+                    batch.BatchCommands.Add(new MySqlBatchCommand(JobSql.InlineDocument)
+                    {
+                        Parameters =
+                        {
+                            new MySqlParameter("@JobId", jobId),
+                            new MySqlParameter("@TenantId", tenantId),
+                            new MySqlParameter("@Name", d.Name),
+                            new MySqlParameter("@ContentType", d.ContentType),
+                            new MySqlParameter("@Size", (long)d.Content.Length),
+                            new MySqlParameter("@Sha256", SHA256.HashData(d.Content)),
+                            new MySqlParameter("@Now", now),
+                        },
+                    });
+                    batch.BatchCommands.Add(new MySqlBatchCommand(JobSql.InlineContent) { Parameters = { new MySqlParameter("@Content", d.Content) } });
+                }
+                await batch.ExecuteNonQueryAsync(ct);
+                items = await conn.ExecuteAsync(new CommandDefinition(JobSql.InsertItemsForNewJob,
+                    new { JobId = jobId, Tasks = tasksJson, Now = now }, tx, cancellationToken: ct));
+            }
+            await conn.ExecuteAsync(new CommandDefinition(JobSql.AddToJob,
+                new { JobId = jobId, Documents = job.Documents.Count, Items = items, Close = !job.Open, Now = now }, tx, cancellationToken: ct));
+            if (items > 0)
+            {
+                await lanes.PlaceAsync(conn, tx, jobId, tasks, ct);
+            }
+            IReadOnlyList<CreatedDocument> created = job.Documents.Count == 0 ? [] : await CreatedAsync(conn, tx, jobId, ct);
+            await tx.CommitAsync(ct);
+            return (jobId, created);
+        }, ct);
+    }
+
+    /// <summary>
+    /// Adds streamed documents to an open job. Every document, its bytes and its items are written in one transaction,
+    /// committed only after the last byte: a client that goes away halfway leaves nothing behind.
+    /// </summary>
+    public async Task<(Outcome Outcome, UploadResult? Result)> UploadAsync(
+        long tenantId, long jobId, IAsyncEnumerable<IncomingDocument> documents, long maxDocumentBytes, CancellationToken ct)
+    {
+        await using var conn = await db.OpenConnectionAsync(ct);
+        var job = await conn.QuerySingleOrDefaultAsync<UploadJob>(new CommandDefinition(JobSql.JobForUpload,
+            new { JobId = jobId, TenantId = tenantId }, cancellationToken: ct));
+        if (job is null)
+        {
+            return (Outcome.NotFound, null);
+        }
+        if (job.State != JobStates.Open)
+        {
+            return (Outcome.Conflict, null);
+        }
+        var tasks = job.Tasks.Split(',', StringSplitOptions.RemoveEmptyEntries);
+        var tasksJson = JobValidation.TasksJson(tasks);
+        await using var tx = await conn.BeginReadCommittedAsync(ct);
+        var created = new List<CreatedDocument>();
+        await foreach (var doc in documents.WithCancellation(ct))
+        {
+            var errors = JobValidation.Document(doc.Name, doc.ContentType, "name");
+            if (errors.Count > 0)
+            {
+                throw new ValidationException(errors);
+            }
+            created.Add(await StoreAsync(conn, tx, tenantId, jobId, tasksJson, doc, maxDocumentBytes, ct));
+        }
+        if (created.Count == 0)
+        {
+            throw new ValidationException(new Dictionary<string, string[]> { ["documents"] = ["the request holds no document"] });
+        }
+        var now = clock.GetUtcNow().UtcDateTime;
+        var items = (long)created.Count * tasks.Length;
+        var changed = await conn.ExecuteAsync(new CommandDefinition(JobSql.AddToJob,
+            new { JobId = jobId, Documents = created.Count, Items = items, Close = false, Now = now }, tx, cancellationToken: ct));
+        if (changed == 0)
+        {
+            // Closed or cancelled while the bytes were streaming: nothing of this upload lands.
+            await tx.RollbackAsync(ct);
+            return (Outcome.Conflict, null);
+        }
+        await lanes.PlaceAsync(conn, tx, jobId, tasks, ct);
+        await tx.CommitAsync(ct);
+        return (Outcome.Ok, new UploadResult(created, items));
+    }
+
+    private async Task<CreatedDocument> StoreAsync(
+        MySqlConnection conn, MySqlTransaction tx, long tenantId, long jobId, string tasksJson, IncomingDocument doc, long maxBytes, CancellationToken ct)
+    {
+        await using var metered = new MeteredStream(doc.Body, maxBytes, $"document '{doc.Name}'");
+        var probe = ArrayPool<byte>.Shared.Rent(ProbeBytes);
+        try
+        {
+            var filled = await metered.ReadAtLeastAsync(probe.AsMemory(0, ProbeBytes), ProbeBytes, throwOnEndOfStream: false, ct);
+            var now = clock.GetUtcNow().UtcDateTime;
+            if (filled < ProbeBytes)
+            {
+                // The whole document is in the probe: row, bytes and items in one round trip.
+                var sha = metered.Hash();
+                await using var cmd = new MySqlCommand(JobSql.InsertSmallDocument, conn, tx);
+                cmd.Parameters.AddWithValue("@JobId", jobId);
+                cmd.Parameters.AddWithValue("@TenantId", tenantId);
+                cmd.Parameters.AddWithValue("@Name", doc.Name);
+                cmd.Parameters.AddWithValue("@ContentType", doc.ContentType);
+                cmd.Parameters.AddWithValue("@Size", (long)filled);
+                cmd.Parameters.AddWithValue("@Sha256", sha);
+                cmd.Parameters.AddWithValue("@Content", new ReadOnlyMemory<byte>(probe, 0, filled));
+                cmd.Parameters.AddWithValue("@Tasks", tasksJson);
+                cmd.Parameters.AddWithValue("@Now", now);
+                var id = Convert.ToInt64(await cmd.ExecuteScalarAsync(ct), System.Globalization.CultureInfo.InvariantCulture);
+                return new CreatedDocument(id, doc.Name, filled, Convert.ToHexStringLower(sha));
+            }
+            await streams.WaitAsync(ct);
+            try
+            {
+                return await StoreStreamedAsync(conn, tx, tenantId, jobId, tasksJson, doc, metered, probe.AsMemory(0, filled), now, ct);
+            }
+            finally
+            {
+                streams.Release();
+            }
+        }
+        finally
+        {
+            ArrayPool<byte>.Shared.Return(probe);
+        }
+    }
+
+    private static async Task<CreatedDocument> StoreStreamedAsync(
+        MySqlConnection conn, MySqlTransaction tx, long tenantId, long jobId, string tasksJson, IncomingDocument doc, MeteredStream metered,
+        ReadOnlyMemory<byte> probe, DateTime now, CancellationToken ct)
+    {
+        var id = await conn.ExecuteScalarAsync<long>(new CommandDefinition(JobSql.InsertDocumentHeader,
+            new { JobId = jobId, TenantId = tenantId, doc.Name, doc.ContentType, Sha256 = new byte[32], Now = now }, tx, cancellationToken: ct));
+        await using (var content = new MySqlCommand(JobSql.InsertStreamedContent, conn, tx))
+        {
+            content.Parameters.AddWithValue("@DocumentId", id);
+            // A Stream (not a MemoryStream) on a prepared statement goes out in COM_STMT_SEND_LONG_DATA packets as it
+            // is read, so the document never sits whole in managed memory (MySqlConnector 2.6).
+            content.Parameters.AddWithValue("@Content", new PrefixedStream(probe, metered));
+            await content.PrepareAsync(ct);
+            await content.ExecuteNonQueryAsync(ct);
+        }
+        var sha = metered.Hash();
+        await conn.ExecuteAsync(new CommandDefinition(JobSql.FinishStreamedDocument,
+            new { DocumentId = id, Size = metered.BytesRead, Sha256 = sha, JobId = jobId, Tasks = tasksJson, Now = now }, tx, cancellationToken: ct));
+        return new CreatedDocument(id, doc.Name, metered.BytesRead, Convert.ToHexStringLower(sha));
+    }
+
+    public async Task<Outcome> CloseAsync(long tenantId, long jobId, CancellationToken ct)
+    {
+        await using var conn = await db.OpenConnectionAsync(ct);
+        var changed = await Retry.OnDeadlockAsync(ct => conn.ExecuteAsync(new CommandDefinition(JobSql.CloseJob,
+            new { JobId = jobId, TenantId = tenantId, Now = clock.GetUtcNow().UtcDateTime }, cancellationToken: ct)), ct);
+        if (changed > 0)
+        {
+            return Outcome.Ok;
+        }
+        var job = await conn.QuerySingleOrDefaultAsync<UploadJob>(new CommandDefinition(JobSql.JobForUpload,
+            new { JobId = jobId, TenantId = tenantId }, cancellationToken: ct));
+        return job is null ? Outcome.NotFound : job.State == JobStates.Cancelled ? Outcome.Conflict : Outcome.Ok;
+    }
+
+    /// <summary>Cancels a job: ready items become cancelled, its lanes go, live leases may still complete.</summary>
+    public async Task<Outcome> CancelAsync(long tenantId, long jobId, CancellationToken ct)
+    {
+        return await Retry.OnDeadlockAsync(async ct =>
+        {
+            var now = clock.GetUtcNow().UtcDateTime;
+            await using var conn = await db.OpenConnectionAsync(ct);
+            await using var tx = await conn.BeginReadCommittedAsync(ct);
+            var changed = await conn.ExecuteAsync(new CommandDefinition(JobSql.CancelJob, new { JobId = jobId, TenantId = tenantId, Now = now }, tx, cancellationToken: ct));
+            if (changed == 0)
+            {
+                await tx.RollbackAsync(ct);
+                var job = await conn.QuerySingleOrDefaultAsync<UploadJob>(new CommandDefinition(JobSql.JobForUpload,
+                    new { JobId = jobId, TenantId = tenantId }, cancellationToken: ct));
+                return job is null ? Outcome.NotFound : Outcome.Ok; // already done or cancelled: nothing changes
+            }
+            var cancelled = await conn.ExecuteAsync(new CommandDefinition(JobSql.CancelReadyItems, new { JobId = jobId, Now = now }, tx, cancellationToken: ct));
+            if (cancelled > 0)
+            {
+                await conn.ExecuteAsync(new CommandDefinition(JobSql.AddCancelled, new { JobId = jobId, Count = cancelled, Now = now }, tx, cancellationToken: ct));
+            }
+            await OrderingLanes.RemoveJobAsync(conn, tx, jobId, ct);
+            await tx.CommitAsync(ct);
+            return Outcome.Ok;
+        }, ct);
+    }
+
+    private static async Task<IReadOnlyList<CreatedDocument>> CreatedAsync(MySqlConnection conn, MySqlTransaction tx, long jobId, CancellationToken ct)
+    {
+        var rows = await conn.QueryAsync<CreatedRow>(new CommandDefinition(JobSql.CreatedDocuments, new { JobId = jobId }, tx, cancellationToken: ct));
+        return rows.Select(r => new CreatedDocument(r.Id, r.Name, r.Size, Convert.ToHexStringLower(r.Sha256))).ToList();
+    }
+
+    private sealed record UploadJob(long Id, sbyte State, string Tasks);
+
+    private sealed record CreatedRow(long Id, string Name, long Size, byte[] Sha256);
+}

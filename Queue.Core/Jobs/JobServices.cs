@@ -1,0 +1,21 @@
+using Microsoft.Extensions.DependencyInjection;
+
+namespace Queue.Core.Jobs;
+
+public static class JobServices
+{
+    /// <summary>Job submission and status services (issue 4), shared by the Api and the Admin UI.</summary>
+    public static IServiceCollection AddJobs(this IServiceCollection services)
+    {
+        services.AddOptions<JobOptions>().BindConfiguration("Jobs")
+            .Validate(o => o.IsValid(), "Jobs: MaxConcurrentStreams must be 1 to 256 and MaxInlineDocuments 1 to 1000000")
+            .ValidateOnStart();
+        services.AddSingleton<TenantCache>();
+        services.AddSingleton<ThroughputMeter>();
+        services.AddSingleton<JobStatusService>();
+        services.AddSingleton<JobQueries>();
+        services.AddSingleton<JobService>();
+        services.AddSingleton<IdempotencyStore>();
+        return services;
+    }
+}

@@ -1,0 +1,39 @@
+namespace Queue.Core.Sql;
+
+/// <summary>Idempotency-Key records (IETF draft): one per (tenant, key), kept at least 24 h.</summary>
+public static class IdempotencySql
+{
+    /// <summary>Claims a key for a request now running; a duplicate key fails with 1062.</summary>
+    public const string Begin = """
+        INSERT INTO idempotency (tenant_id, idem_key, method, path, request_hash, state, created_at, expires_at)
+        VALUES (@TenantId, @Key, @Method, @Path, @RequestHash, 0, @Now, @ExpiresAt)
+        """;
+
+    public const string Find = """
+        SELECT method AS Method, path AS Path, request_hash AS RequestHash, state AS State, status_code AS StatusCode,
+               location AS Location, response AS Response, created_at AS CreatedAt, expires_at AS ExpiresAt
+        FROM idempotency WHERE tenant_id = @TenantId AND idem_key = @Key
+        """;
+
+    /// <summary>Re-uses a record that expired, or whose request died without an answer (its process crashed).</summary>
+    public const string TakeOver = """
+        UPDATE idempotency SET method = @Method, path = @Path, request_hash = @RequestHash, state = 0, status_code = NULL,
+               location = NULL, response = NULL, created_at = @Now, expires_at = @ExpiresAt
+        WHERE tenant_id = @TenantId AND idem_key = @Key AND (expires_at <= @Now OR (state = 0 AND created_at < @StaleBefore))
+        """;
+
+    /// <summary>Stores a 2xx answer for replay. created_at identifies the run that owns the record.</summary>
+    public const string Complete = """
+        UPDATE idempotency SET state = 1, request_hash = @RequestHash, status_code = @StatusCode, location = @Location,
+               response = @Response, expires_at = @ExpiresAt
+        WHERE tenant_id = @TenantId AND idem_key = @Key AND state = 0 AND created_at = @Started
+        """;
+
+    /// <summary>An error is not stored: the key is freed so that a corrected retry may use it.</summary>
+    public const string Release = """
+        DELETE FROM idempotency WHERE tenant_id = @TenantId AND idem_key = @Key AND state = 0 AND created_at = @Started
+        """;
+
+    /// <summary>For the Scheduler's cleanup job: expired records, a bounded batch at a time.</summary>
+    public const string DeleteExpired = "DELETE FROM idempotency WHERE expires_at < @Now ORDER BY expires_at LIMIT @Batch";
+}

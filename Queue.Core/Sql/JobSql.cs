@@ -1,0 +1,195 @@
+namespace Queue.Core.Sql;
+
+/// <summary>Jobs, documents and items as customers create and read them (issue 4). See docs/DESIGN.md for the counters.</summary>
+public static class JobSql
+{
+    public const string InsertJob = """
+        INSERT INTO jobs (tenant_id, name, state, tasks, created_at, updated_at)
+        VALUES (@TenantId, @Name, 0, @Tasks, @Now, @Now);
+        SELECT LAST_INSERT_ID();
+        """;
+
+    /// <summary>The tenant check and state check before an upload reads any byte of the body.</summary>
+    public const string JobForUpload = """
+        SELECT id AS Id, state AS State, tasks AS Tasks FROM jobs WHERE id = @JobId AND tenant_id = @TenantId
+        """;
+
+    /// <summary>The tasks of an upload as rows, in the job's order, so one statement fans a document out into items.</summary>
+    private const string TaskRows = "JSON_TABLE(@Tasks, '$[*]' COLUMNS (ord FOR ORDINALITY, task VARCHAR(32) PATH '$')) t";
+
+    /// <summary>
+    /// A document whose bytes are already in hand (small raw uploads): row, bytes and one item per task in one round trip.
+    /// The user variable carries the new id between the statements, whatever the auto-increment lock mode.
+    /// </summary>
+    public const string InsertSmallDocument = """
+        INSERT INTO documents (job_id, tenant_id, name, content_type, size, sha256, created_at)
+        VALUES (@JobId, @TenantId, @Name, @ContentType, @Size, @Sha256, @Now);
+        SET @queue_document_id = LAST_INSERT_ID();
+        INSERT INTO document_content (document_id, content) VALUES (@queue_document_id, @Content);
+        INSERT INTO items (job_id, document_id, task, state, due_at, created_at, updated_at)
+        SELECT @JobId, @queue_document_id, t.task, 0, @Now, @Now, @Now FROM
+        """ + " " + TaskRows + """
+         ORDER BY t.ord;
+        SELECT @queue_document_id;
+        """;
+
+    /// <summary>Inline documents of a new job are sent as a pipelined batch of this pair (see <see cref="InlineContent"/>).</summary>
+    public const string InlineDocument = """
+        INSERT INTO documents (job_id, tenant_id, name, content_type, size, sha256, created_at)
+        VALUES (@JobId, @TenantId, @Name, @ContentType, @Size, @Sha256, @Now)
+        """;
+
+    public const string InlineContent = "INSERT INTO document_content (document_id, content) VALUES (LAST_INSERT_ID(), @Content)";
+
+    /// <summary>One item per task for every document of a job that is still being created in this transaction.</summary>
+    public const string InsertItemsForNewJob = """
+        INSERT INTO items (job_id, document_id, task, state, due_at, created_at, updated_at)
+        SELECT d.job_id, d.id, t.task, 0, @Now, @Now, @Now
+        FROM documents d CROSS JOIN
+        """ + " " + TaskRows + """
+
+        WHERE d.job_id = @JobId
+        ORDER BY d.id, t.ord
+        """;
+
+    public const string CreatedDocuments = """
+        SELECT id AS Id, name AS Name, size AS Size, sha256 AS Sha256 FROM documents WHERE job_id = @JobId ORDER BY id
+        """;
+
+    /// <summary>A streamed document: the row first (size and hash follow when the last byte has arrived).</summary>
+    public const string InsertDocumentHeader = """
+        INSERT INTO documents (job_id, tenant_id, name, content_type, size, sha256, created_at)
+        VALUES (@JobId, @TenantId, @Name, @ContentType, 0, @Sha256, @Now);
+        SELECT LAST_INSERT_ID();
+        """;
+
+    /// <summary>Run as a prepared statement with a Stream value: MySqlConnector sends it with COM_STMT_SEND_LONG_DATA.</summary>
+    public const string InsertStreamedContent = "INSERT INTO document_content (document_id, content) VALUES (@DocumentId, @Content)";
+
+    public const string FinishStreamedDocument = """
+        UPDATE documents SET size = @Size, sha256 = @Sha256 WHERE id = @DocumentId;
+        INSERT INTO items (job_id, document_id, task, state, due_at, created_at, updated_at)
+        SELECT @JobId, @DocumentId, t.task, 0, @Now, @Now, @Now FROM
+        """ + " " + TaskRows + """
+         ORDER BY t.ord
+        """;
+
+    /// <summary>
+    /// Counts an upload into the job, closing it when asked. Only an open job takes documents: a job closed or cancelled
+    /// while the bytes streamed matches no row, and the whole upload is rolled back. MariaDB assigns left to right,
+    /// so the state sees the new counters.
+    /// </summary>
+    public const string AddToJob = """
+        UPDATE jobs SET
+          documents = documents + @Documents,
+          items_total = items_total + @Items,
+          finished_at = IF(@Close = 1 AND items_total - items_done - items_dead - items_cancelled = 0, @Now, finished_at),
+          closed_at = IF(@Close = 1, @Now, closed_at),
+          state = IF(@Close = 1, IF(items_total - items_done - items_dead - items_cancelled = 0, 2, 1), state),
+          updated_at = @Now
+        WHERE id = @JobId AND state = 0
+        """;
+
+    /// <summary>Closing a job with nothing left to do makes it done at once.</summary>
+    public const string CloseJob = """
+        UPDATE jobs SET
+          finished_at = IF(items_total - items_done - items_dead - items_cancelled = 0, @Now, NULL),
+          closed_at = @Now,
+          state = IF(items_total - items_done - items_dead - items_cancelled = 0, 2, 1),
+          updated_at = @Now
+        WHERE id = @JobId AND tenant_id = @TenantId AND state = 0
+        """;
+
+    public const string CancelJob = """
+        UPDATE jobs SET state = 3, finished_at = @Now, updated_at = @Now
+        WHERE id = @JobId AND tenant_id = @TenantId AND state IN (0, 1)
+        """;
+
+    /// <summary>Ready items, and leases already expired (which count as ready), are cancelled; live leases may still finish.</summary>
+    public const string CancelReadyItems = """
+        UPDATE items SET state = 4, lease_token = NULL, lease_expires_at = NULL, updated_at = @Now
+        WHERE job_id = @JobId AND state IN (0, 1) AND (state = 0 OR due_at <= @Now)
+        """;
+
+    public const string AddCancelled = "UPDATE jobs SET items_cancelled = items_cancelled + @Count, updated_at = @Now WHERE id = @JobId";
+
+    public const string JobColumns = """
+        id AS Id, tenant_id AS TenantId, name AS Name, state AS State, tasks AS Tasks, blocked AS Blocked,
+        documents AS Documents, items_total AS ItemsTotal, items_done AS ItemsDone, items_dead AS ItemsDead,
+        items_cancelled AS ItemsCancelled, created_at AS CreatedAt, closed_at AS ClosedAt, finished_at AS FinishedAt
+        """;
+
+    public const string JobOfTenant = "SELECT " + JobColumns + " FROM jobs WHERE id = @JobId AND tenant_id = @TenantId";
+
+    /// <summary>For technicians (Admin UI), who see every tenant.</summary>
+    public const string JobById = "SELECT " + JobColumns + " FROM jobs WHERE id = @JobId";
+
+    /// <summary>Newest first, ties by id descending; the cursor is the last row's (created_at, id).</summary>
+    public const string JobsPage = "SELECT " + JobColumns + """
+         FROM jobs
+        WHERE tenant_id = @TenantId AND (created_at < @AfterCreated OR (created_at = @AfterCreated AND id < @AfterId))
+        ORDER BY created_at DESC, id DESC LIMIT @Limit
+        """;
+
+    public const string JobsPageInState = "SELECT " + JobColumns + """
+         FROM jobs
+        WHERE tenant_id = @TenantId AND state = @State
+          AND (created_at < @AfterCreated OR (created_at = @AfterCreated AND id < @AfterId))
+        ORDER BY created_at DESC, id DESC LIMIT @Limit
+        """;
+
+    /// <summary>Live leases of one job, counted on ix_items_job_state without touching ready items.</summary>
+    public const string LiveLeases = "SELECT COUNT(*) FROM items WHERE job_id = @JobId AND state = 1 AND due_at > @Now";
+
+    /// <summary>The job's lanes: every lane carries the job's value, mode and blocked flag.</summary>
+    public const string JobLanes = """
+        SELECT COUNT(*) AS Lanes, MIN(value) AS Value, MIN(mode) AS Mode, MAX(blocked) AS Blocked,
+               MIN(IF(available_at <= @Now, 1, 0)) AS AllWaiting, MAX(IF(available_at <= @Now, 1, 0)) AS AnyClaimable
+        FROM ordering WHERE job_id = @JobId
+        """;
+
+    /// <summary>
+    /// Distinct claimable jobs served before this one, as the next claim would order them, and their outstanding items
+    /// (for the ETA). Reads only the ordering index and the jobs rows of those jobs.
+    /// </summary>
+    public const string Ahead = """
+        SELECT COUNT(*) AS Jobs, CAST(COALESCE(SUM(j.items_total - j.items_done - j.items_dead - j.items_cancelled), 0) AS SIGNED) AS Items
+        FROM (SELECT DISTINCT job_id FROM ordering
+              WHERE blocked = 0 AND available_at <= @Now AND (value < @Value OR (value = @Value AND job_id < @JobId))) a
+        JOIN jobs j ON j.id = a.job_id
+        """;
+
+    public const string DocumentsPage = """
+        SELECT id AS Id, name AS Name, content_type AS ContentType, size AS Size, sha256 AS Sha256, created_at AS CreatedAt
+        FROM documents WHERE job_id = @JobId AND id > @After ORDER BY id LIMIT @Limit
+        """;
+
+    public const string DocumentOfJob = """
+        SELECT id AS Id, name AS Name, content_type AS ContentType, size AS Size, sha256 AS Sha256, created_at AS CreatedAt
+        FROM documents WHERE id = @DocumentId AND job_id = @JobId AND tenant_id = @TenantId
+        """;
+
+    /// <summary>One slice of a document's bytes (1-based offset), so a download never holds a whole document.</summary>
+    public const string ContentSlice = "SELECT SUBSTRING(content, @Offset, @Length) FROM document_content WHERE document_id = @DocumentId";
+
+    private const string ItemColumns = """
+        id AS Id, document_id AS DocumentId, task AS Task, state AS State, attempts AS Attempts, last_error AS LastError,
+        updated_at AS UpdatedAt
+        """;
+
+    public const string ItemsPageInState = "SELECT " + ItemColumns + """
+         FROM items WHERE job_id = @JobId AND state = @State AND id > @After ORDER BY id LIMIT @Limit
+        """;
+
+    /// <summary>All states: five short ranges of ix_items_job_list merged, instead of sorting the job's items.</summary>
+    public const string ItemsPage = "SELECT * FROM ("
+        + "(SELECT " + ItemColumns + " FROM items WHERE job_id = @JobId AND state = 0 AND id > @After ORDER BY id LIMIT @Limit) UNION ALL "
+        + "(SELECT " + ItemColumns + " FROM items WHERE job_id = @JobId AND state = 1 AND id > @After ORDER BY id LIMIT @Limit) UNION ALL "
+        + "(SELECT " + ItemColumns + " FROM items WHERE job_id = @JobId AND state = 2 AND id > @After ORDER BY id LIMIT @Limit) UNION ALL "
+        + "(SELECT " + ItemColumns + " FROM items WHERE job_id = @JobId AND state = 3 AND id > @After ORDER BY id LIMIT @Limit) UNION ALL "
+        + "(SELECT " + ItemColumns + " FROM items WHERE job_id = @JobId AND state = 4 AND id > @After ORDER BY id LIMIT @Limit)"
+        + ") x ORDER BY Id LIMIT @Limit";
+
+    /// <summary>Completions of every tenant so far (Api processes add their deltas every few seconds).</summary>
+    public const string TotalCompletions = "SELECT CAST(COALESCE(SUM(completions), 0) AS SIGNED) FROM tenant_counters";
+}
