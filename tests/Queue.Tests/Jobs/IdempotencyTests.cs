@@ -1,0 +1,88 @@
+using System.Net;
+using System.Net.Http.Json;
+using System.Text;
+using Queue.Tests.Infrastructure;
+using static Queue.Tests.Jobs.JobsTestKit;
+
+namespace Queue.Tests.Jobs;
+
+public sealed class IdempotencyTests(ApiFixture fx) : IClassFixture<ApiFixture>
+{
+    private static HttpRequestMessage Post(string path, string json, string key)
+    {
+        var m = new HttpRequestMessage(HttpMethod.Post, U(path)) { Content = Json(json) };
+        m.Headers.TryAddWithoutValidation("Idempotency-Key", key);
+        return m;
+    }
+
+    [Fact]
+    public async Task A_retry_with_the_same_key_and_body_replays_the_first_answer_and_creates_no_second_job()
+    {
+        var (_, key) = await fx.NewCustomerAsync();
+        var http = fx.Api.ClientWithKey(key);
+        const string body = """{"name":"nightly","documents":[{"name":"a","content":"aGVsbG8="}]}""";
+        var first = await http.SendAsync(Post("/jobs", body, "run-2026-11-22"));
+        Assert.Equal(HttpStatusCode.Created, first.StatusCode);
+        var second = await http.SendAsync(Post("/jobs", body, "run-2026-11-22"));
+        Assert.Equal(HttpStatusCode.Created, second.StatusCode);
+        Assert.Equal(first.Headers.Location, second.Headers.Location);
+        Assert.Equal(await first.Content.ReadAsStringAsync(), await second.Content.ReadAsStringAsync());
+        Assert.Equal("application/json", second.Content.Headers.ContentType?.MediaType);
+        Assert.Equal(1, await fx.CountAsync("SELECT COUNT(*) FROM jobs WHERE name = 'nightly'"));
+    }
+
+    [Fact]
+    public async Task The_replay_is_the_stored_answer_even_after_the_job_changed()
+    {
+        var (_, key) = await fx.NewCustomerAsync();
+        var http = fx.Api.ClientWithKey(key);
+        const string body = """{"name":"changes","open":true}""";
+        var first = await http.SendAsync(Post("/jobs", body, "k-changes"));
+        await http.PostAsync(first.Headers.Location!.ToString() + "/close", null);
+        var replay = await http.SendAsync(Post("/jobs", body, "k-changes"));
+        Assert.Equal(HttpStatusCode.Created, replay.StatusCode);
+        Assert.Equal("open", (await replay.BodyAsync()).GetProperty("state").GetString());
+    }
+
+    [Fact]
+    public async Task The_same_key_with_a_different_body_or_path_gets_422()
+    {
+        var (_, key) = await fx.NewCustomerAsync();
+        var http = fx.Api.ClientWithKey(key);
+        Assert.Equal(HttpStatusCode.Created, (await http.SendAsync(Post("/jobs", """{"name":"one","open":true}""", "k1"))).StatusCode);
+        await AssertProblemAsync(await http.SendAsync(Post("/jobs", """{"name":"two","open":true}""", "k1")), HttpStatusCode.UnprocessableEntity);
+        var job = await http.OpenJobAsync();
+        await AssertProblemAsync(await http.SendAsync(Post($"/jobs/{job}/documents?name=x", """{"name":"one","open":true}""", "k1")), HttpStatusCode.UnprocessableEntity);
+        Assert.Equal(0, await fx.CountAsync("SELECT COUNT(*) FROM jobs WHERE name = 'two'"));
+        Assert.Equal(0, await fx.CountAsync("SELECT COUNT(*) FROM documents WHERE job_id = @job", new { job }));
+    }
+
+    [Fact]
+    public async Task An_error_is_not_stored_so_a_corrected_retry_may_reuse_the_key()
+    {
+        var (_, key) = await fx.NewCustomerAsync();
+        var http = fx.Api.ClientWithKey(key);
+        await AssertProblemAsync(await http.SendAsync(Post("/jobs", """{"name":""}""", "k-fix")), HttpStatusCode.BadRequest, "name");
+        Assert.Equal(HttpStatusCode.Created, (await http.SendAsync(Post("/jobs", """{"name":"fixed"}""", "k-fix"))).StatusCode);
+    }
+
+    [Fact]
+    public async Task Keys_are_scoped_to_the_tenant()
+    {
+        var (_, a) = await fx.NewCustomerAsync();
+        var (_, b) = await fx.NewCustomerAsync();
+        const string body = """{"name":"same-key"}""";
+        var ra = await fx.Api.ClientWithKey(a).SendAsync(Post("/jobs", body, "shared"));
+        var rb = await fx.Api.ClientWithKey(b).SendAsync(Post("/jobs", body, "shared"));
+        Assert.Equal(HttpStatusCode.Created, rb.StatusCode);
+        Assert.NotEqual(ra.Headers.Location, rb.Headers.Location);
+    }
+
+    [Fact]
+    public async Task A_key_over_255_characters_gets_400()
+    {
+        var (_, key) = await fx.NewCustomerAsync();
+        await AssertProblemAsync(await fx.Api.ClientWithKey(key).SendAsync(Post("/jobs", """{"name":"x"}""", new string('k', 256))),
+            HttpStatusCode.BadRequest, "Idempotency-Key");
+    }
+}

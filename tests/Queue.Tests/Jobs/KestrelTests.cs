@@ -1,0 +1,119 @@
+using System.Net;
+using System.Net.Sockets;
+using System.Text;
+
+using Queue.Core.Local;
+using Queue.Tests.Infrastructure;
+using static Queue.Tests.Jobs.JobsTestKit;
+
+namespace Queue.Tests.Jobs;
+
+/// <summary>The Api on real Kestrel sockets, for what the in-memory test server cannot show: bodies that stall or break off.</summary>
+public sealed class KestrelApiFixture : DatabaseFixture
+{
+    public ApiFactory Api { get; private set; } = null!;
+
+    public int Port { get; private set; }
+
+    public override async Task InitializeAsync()
+    {
+        await base.InitializeAsync();
+        Port = PrivateMariaDb.FreePort();
+        Api = new ApiFactory(ConnectionString);
+        Api.UseKestrel(Port);
+        Api.StartServer();
+    }
+
+    public override async Task DisposeAsync()
+    {
+        await Api.DisposeAsync();
+        await base.DisposeAsync();
+    }
+}
+
+public sealed class KestrelTests(KestrelApiFixture fx) : IClassFixture<KestrelApiFixture>
+{
+    [Fact]
+    public async Task An_upload_the_client_abandons_halfway_leaves_no_document_and_no_item()
+    {
+        var (_, key) = await fx.NewCustomerAsync();
+        var http = fx.Api.ClientWithKey(key);
+        var job = await http.OpenJobAsync(["text", "ocr"]);
+        using (var socket = new TcpClient())
+        {
+            await socket.ConnectAsync(IPAddress.Loopback, fx.Port);
+            var stream = socket.GetStream();
+            const int length = 2 * 1024 * 1024;
+            var head = $"POST /jobs/{job}/documents?name=half.bin HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {key}\r\n"
+                + $"Content-Type: application/octet-stream\r\nContent-Length: {length}\r\n\r\n";
+            await stream.WriteAsync(Encoding.ASCII.GetBytes(head));
+            // More than the in-memory probe, so the document row exists and its bytes are streaming into MySQL.
+            await stream.WriteAsync(new byte[length / 2]);
+            await stream.FlushAsync();
+            Assert.True(await EventuallyAsync(async () => await OpenTransactionsAsync() > 0), "the upload should be writing inside a transaction: " + await DiagnoseAsync());
+            socket.Client.LingerState = new LingerOption(true, 0); // reset, as a crashed client would
+        }
+        Assert.True(await EventuallyAsync(async () => await OpenTransactionsAsync() == 0), "the aborted upload should have rolled back");
+        Assert.Equal(0, await fx.CountAsync("SELECT COUNT(*) FROM documents WHERE job_id = @job", new { job }));
+        Assert.Equal(0, await fx.CountAsync("SELECT COUNT(*) FROM items WHERE job_id = @job", new { job }));
+        Assert.Equal(0, await fx.CountAsync("SELECT COUNT(*) FROM document_content"));
+        Assert.Equal(0, await fx.CountAsync("SELECT documents + items_total FROM jobs WHERE id = @job", new { job }));
+        // The job is intact and the next upload lands whole.
+        Assert.Equal(HttpStatusCode.Created, (await http.UploadRawAsync(job, new byte[1024 * 1024])).StatusCode);
+        Assert.Equal(2, await fx.CountAsync("SELECT items_total FROM jobs WHERE id = @job", new { job }));
+    }
+
+    private async Task<string> DiagnoseAsync()
+    {
+        await using var c = await fx.DataSource.OpenConnectionAsync();
+        var rows = await Dapper.SqlMapper.QueryAsync(c, "SELECT t.trx_rows_modified, t.trx_state, p.db, p.command, p.info FROM information_schema.innodb_trx t LEFT JOIN information_schema.processlist p ON p.id = t.trx_mysql_thread_id");
+        return string.Join(" | ", rows.Select(r => string.Join(",", ((IDictionary<string, object>)r).Select(kv => kv.Key + "=" + kv.Value))));
+    }
+
+    private async Task<long> OpenTransactionsAsync() => await fx.CountAsync("""
+        SELECT COUNT(*) FROM information_schema.innodb_trx t JOIN information_schema.processlist p ON p.id = t.trx_mysql_thread_id
+        WHERE p.db = @Db AND t.trx_rows_modified > 0
+        """, new { Db = fx.DatabaseName });
+
+    private static async Task<bool> EventuallyAsync(Func<Task<bool>> condition)
+    {
+        for (var i = 0; i < 200; i++)
+        {
+            if (await condition())
+            {
+                return true;
+            }
+            await Task.Delay(50);
+        }
+        return false;
+    }
+
+    [Fact]
+    public async Task A_retry_while_the_first_request_still_runs_gets_409()
+    {
+        var (_, key) = await fx.NewCustomerAsync();
+        var http = fx.Api.ClientWithKey(key);
+        var job = await http.OpenJobAsync(["text"]);
+        using var socket = new TcpClient();
+        await socket.ConnectAsync(IPAddress.Loopback, fx.Port);
+        var stream = socket.GetStream();
+        // Headers only: the handler holds the key and waits for the body.
+        await stream.WriteAsync(Encoding.ASCII.GetBytes($"POST /jobs/{job}/documents?name=slow.txt HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            + $"Authorization: Bearer {key}\r\nIdempotency-Key: slow\r\nContent-Type: text/plain\r\nContent-Length: 9\r\n\r\n"));
+        await stream.FlushAsync();
+        HttpResponseMessage? retry = null;
+        for (var i = 0; i < 100 && retry?.StatusCode != HttpStatusCode.Conflict; i++)
+        {
+            await Task.Delay(50);
+            var again = new HttpRequestMessage(HttpMethod.Post, U($"/jobs/{job}/documents?name=slow.txt")) { Content = new StringContent("slow body") };
+            again.Headers.TryAddWithoutValidation("Idempotency-Key", "slow");
+            retry = await http.SendAsync(again);
+        }
+        await AssertProblemAsync(retry!, HttpStatusCode.Conflict);
+        await stream.WriteAsync("slow body"u8.ToArray());
+        var answer = new byte[4096];
+        var n = await stream.ReadAsync(answer);
+        Assert.StartsWith("HTTP/1.1 201", Encoding.ASCII.GetString(answer, 0, n), StringComparison.Ordinal);
+        Assert.Equal(1, await fx.CountAsync("SELECT COUNT(*) FROM documents WHERE job_id = @job", new { job }));
+    }
+}
