@@ -2,10 +2,12 @@ using Prometheus;
 using Queue.Api;
 using Queue.Api.Infrastructure;
 using Queue.Api.Jobs;
+using Queue.Api.Work;
 
 var builder = WebApplication.CreateSlimBuilder(args);
 builder.AddQueueApi();
 builder.Services.AddJobsApi();
+builder.Services.AddWorkerApi();
 
 var app = builder.Build();
 app.UseApiProblems();
@@ -16,4 +18,5 @@ app.UseRateLimiter();
 app.MapOpenApi("/openapi/v1.json").AllowAnonymous();
 app.MapOpsApi();
 app.MapJobsApi();
+app.MapWorkerApi();
 app.Run();

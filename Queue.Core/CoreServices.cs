@@ -1,5 +1,6 @@
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.DependencyInjection.Extensions;
+using Queue.Core.Claims;
 using Queue.Core.Data;
 using Queue.Core.Jobs;
 using Queue.Core.Ordering;
@@ -22,6 +23,8 @@ public static class CoreServices
             .ValidateOnStart();
         services.AddSingleton<OrderingCalendar>();
         services.AddSingleton<OrderingLanes>();
+        // Uploads in any host call WorkSignal.Notify() after they commit; Api processes wake their long-polls on it.
+        services.TryAddSingleton<WorkSignal>();
         services.AddSingleton<TenantService>();
         services.AddSingleton<ApiKeyService>();
         services.AddSingleton<TechnicianService>();

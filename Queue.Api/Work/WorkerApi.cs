@@ -1,0 +1,259 @@
+using System.Diagnostics;
+using System.Text.Json;
+using System.Text.Json.Serialization;
+using Microsoft.AspNetCore.Http.HttpResults;
+using Microsoft.AspNetCore.Mvc;
+using Queue.Api.Infrastructure;
+using Queue.Core;
+using Queue.Core.Claims;
+
+namespace Queue.Api.Work;
+
+/// <summary>The worker endpoints of CONTRACT.md: POST /next, the leased document, complete, fail and extend.</summary>
+public static class WorkerApi
+{
+    public const string LeaseTokenHeader = "Lease-Token";
+
+    public static IServiceCollection AddWorkerApi(this IServiceCollection services)
+    {
+        services.AddClaims();
+        services.ConfigureHttpJsonOptions(o => o.SerializerOptions.TypeInfoResolverChain.Insert(0, WorkJsonContext.Default));
+        return services;
+    }
+
+    public static IEndpointRouteBuilder MapWorkerApi(this IEndpointRouteBuilder app)
+    {
+        var sp = app.ServiceProvider;
+        sp.GetRequiredService<ClaimCounters>().LeaseExpired += n => ApiMetrics.LeasesExpired.Inc(n);
+        WorkMetrics.Attach(sp);
+
+        var work = app.MapGroup("").RequireAuthorization(Roles.Worker).RequireRateLimiting(ApiHosting.GlobalLimiter).WithTags("Workers");
+        work.MapPost("/next", NextAsync).Accepts<NextRequest>("application/json")
+            .ProducesValidationProblem().ProducesProblem(503);
+        work.MapGet("/items/{id:long}/document", DocumentAsync).Produces(200, contentType: "application/octet-stream")
+            .ProducesProblem(404).ProducesProblem(409);
+        work.MapPost("/items/{id:long}/complete", CompleteAsync).ProducesValidationProblem().ProducesProblem(404).ProducesProblem(409).ProducesProblem(503);
+        work.MapPost("/items/{id:long}/fail", FailAsync).ProducesValidationProblem().ProducesProblem(404).ProducesProblem(409);
+        work.MapPost("/items/{id:long}/extend", ExtendAsync).ProducesValidationProblem().ProducesProblem(404).ProducesProblem(409);
+        return app;
+    }
+
+    private static async Task<Results<Ok<NextResponse>, NoContent, ValidationProblem, ProblemHttpResult>> NextAsync(
+        [FromBody(EmptyBodyBehavior = Microsoft.AspNetCore.Mvc.ModelBinding.EmptyBodyBehavior.Allow)] NextRequest? body,
+        ClaimDispatcher claims, WorkSignal signal, WorkStats stats, HttpContext http, CancellationToken ct)
+    {
+        body ??= new NextRequest(null, null, null, null, null);
+        var errors = Validate(body);
+        if (errors.Count > 0)
+        {
+            return TypedResults.ValidationProblem(errors, title: "The request is invalid.");
+        }
+        var worker = string.IsNullOrEmpty(body.Worker) ? null : body.Worker;
+        var request = new ClaimRequest(worker, (body.Tasks ?? []).Distinct(StringComparer.Ordinal).ToList(), body.Max ?? 1, body.Lease ?? 300);
+        stats.Seen(worker);
+        var started = Stopwatch.GetTimestamp();
+        var wait = TimeSpan.FromSeconds(body.Wait ?? 0);
+        try
+        {
+            while (true)
+            {
+                // Taken before looking, so an upload that lands between the look and the wait still wakes us.
+                var observed = signal.Next;
+                var items = await claims.ClaimAsync(request, ct);
+                if (items.Count > 0)
+                {
+                    ApiMetrics.Claims.Inc(items.Count);
+                    return TypedResults.Ok(new NextResponse(items.Select(ToDto).ToList()));
+                }
+                var remaining = wait - Stopwatch.GetElapsedTime(started);
+                if (remaining <= TimeSpan.Zero)
+                {
+                    return TypedResults.NoContent();
+                }
+                await signal.WaitAsync(observed, remaining, ct);
+            }
+        }
+        catch (ServiceBusyException ex)
+        {
+            return Busy(http, ex);
+        }
+    }
+
+    private static async Task<Results<PushStreamHttpResult, ProblemHttpResult>> DocumentAsync(long id, HttpContext http, ClaimEngine engine, CancellationToken ct)
+    {
+        if (!TryToken(http.Request.Headers[LeaseTokenHeader].ToString(), out var token))
+        {
+            return Problems.Conflict($"send the '{LeaseTokenHeader}' header of a live lease on this item");
+        }
+        var (outcome, doc) = await engine.DocumentAsync(new LeaseRef(id, token), ct);
+        if (outcome != FinishOutcome.Done || doc is null)
+        {
+            return Refused(outcome);
+        }
+        http.Response.ContentLength = doc.Size;
+        return TypedResults.Stream(stream => engine.CopyDocumentAsync(doc.Id, stream, ct), doc.ContentType);
+    }
+
+    private static async Task<Results<NoContent, ValidationProblem, ProblemHttpResult>> CompleteAsync(long id, CompleteRequest? body,
+        CompletionBatcher completions, HttpContext http, CancellationToken ct)
+    {
+        if (body?.LeaseToken is not { } raw)
+        {
+            return Problems.Validation("leaseToken", "is required");
+        }
+        if (!TryToken(raw, out var token))
+        {
+            return Problems.Conflict("the lease token is not a live lease on this item");
+        }
+        try
+        {
+            var outcome = await completions.CompleteAsync(new LeaseRef(id, token), ct);
+            if (outcome != FinishOutcome.Done)
+            {
+                return Refused(outcome);
+            }
+            ApiMetrics.Completions.Inc();
+            return TypedResults.NoContent();
+        }
+        catch (ServiceBusyException ex)
+        {
+            return Busy(http, ex);
+        }
+    }
+
+    private static async Task<Results<NoContent, ValidationProblem, ProblemHttpResult>> FailAsync(long id, FailRequest? body, ClaimEngine engine, CancellationToken ct)
+    {
+        var errors = new Dictionary<string, string[]>();
+        if (body?.LeaseToken is null)
+        {
+            errors["leaseToken"] = ["is required"];
+        }
+        if (body?.Error is { Length: > 4000 })
+        {
+            errors["error"] = ["must be at most 4000 characters"];
+        }
+        if (errors.Count > 0)
+        {
+            return TypedResults.ValidationProblem(errors, title: "The request is invalid.");
+        }
+        if (!TryToken(body!.LeaseToken, out var token))
+        {
+            return Problems.Conflict("the lease token is not a live lease on this item");
+        }
+        var (outcome, _, _) = await engine.FailAsync(new LeaseRef(id, token), body.Error ?? "", body.Retry ?? true, ct);
+        return outcome == FinishOutcome.Done ? TypedResults.NoContent() : Refused(outcome);
+    }
+
+    private static async Task<Results<Ok<ExtendResponse>, ValidationProblem, ProblemHttpResult>> ExtendAsync(long id, ExtendRequest? body, ClaimEngine engine, CancellationToken ct)
+    {
+        var errors = new Dictionary<string, string[]>();
+        if (body?.LeaseToken is null)
+        {
+            errors["leaseToken"] = ["is required"];
+        }
+        if (body?.Lease is < 10 or > 3600)
+        {
+            errors["lease"] = ["must be 10 to 3600 seconds"];
+        }
+        if (errors.Count > 0)
+        {
+            return TypedResults.ValidationProblem(errors, title: "The request is invalid.");
+        }
+        if (!TryToken(body!.LeaseToken, out var token))
+        {
+            return Problems.Conflict("the lease token is not a live lease on this item");
+        }
+        var (outcome, expires) = await engine.ExtendAsync(new LeaseRef(id, token), body.Lease ?? 300, null, ct);
+        return outcome == FinishOutcome.Done ? TypedResults.Ok(new ExtendResponse(expires)) : Refused(outcome);
+    }
+
+    private static Dictionary<string, string[]> Validate(NextRequest r)
+    {
+        var errors = new Dictionary<string, string[]>();
+        if (r.Max is < 1 or > 100)
+        {
+            errors["max"] = ["must be 1 to 100"];
+        }
+        if (r.Wait is < 0 or > 30)
+        {
+            errors["wait"] = ["must be 0 to 30 seconds"];
+        }
+        if (r.Lease is < 10 or > 3600)
+        {
+            errors["lease"] = ["must be 10 to 3600 seconds"];
+        }
+        if (r.Worker is { Length: > 200 })
+        {
+            errors["worker"] = ["must be at most 200 characters"];
+        }
+        if (r.Tasks is { Count: > 20 })
+        {
+            errors["tasks"] = ["must hold at most 20 task names"];
+        }
+        else if (r.Tasks is not null)
+        {
+            var bad = r.Tasks.FirstOrDefault(t => t is null || !Validation.TaskName().IsMatch(t));
+            if (bad is not null || r.Tasks.Contains(null!))
+            {
+                errors["tasks"] = [$"'{bad}' is not a task name: use 1 to 32 of a-z, 0-9 and '-'"];
+            }
+        }
+        return errors;
+    }
+
+    private static NextItem ToDto(TakenItem t) => new(t.Id, Convert.ToHexStringLower(t.Token), t.Until, t.JobId, t.TenantName,
+        t.DocumentId, t.DocumentName, t.ContentType, t.Task, t.Attempt);
+
+    /// <summary>Lease tokens are 16 random bytes in lowercase hex; anything else cannot be a live lease.</summary>
+    private static bool TryToken(string? s, out byte[] token)
+    {
+        token = [];
+        if (s is not { Length: 32 })
+        {
+            return false;
+        }
+        try
+        {
+            token = Convert.FromHexString(s);
+            return true;
+        }
+        catch (FormatException)
+        {
+            return false;
+        }
+    }
+
+    private static ProblemHttpResult Refused(FinishOutcome outcome) => outcome == FinishOutcome.NotFound
+        ? Problems.NotFound("the item")
+        : Problems.Conflict("the lease token is stale or belongs to another lease: it expired, or the item was handed to another worker, or it is finished");
+
+    private static ProblemHttpResult Busy(HttpContext http, ServiceBusyException ex)
+    {
+        http.Response.Headers.RetryAfter = "1";
+        return TypedResults.Problem(statusCode: 503, title: "Service Unavailable", detail: ex.Message + "; retry shortly");
+    }
+}
+
+public sealed record NextRequest(string? Worker, List<string>? Tasks, int? Max, int? Wait, int? Lease);
+
+public sealed record NextItem(long Id, string LeaseToken, DateTime LeaseExpiresAt, long JobId, string Tenant, long DocumentId,
+    string DocumentName, string ContentType, string Task, int Attempt);
+
+public sealed record NextResponse(IReadOnlyList<NextItem> Items);
+
+public sealed record CompleteRequest(string? LeaseToken);
+
+public sealed record FailRequest(string? LeaseToken, string? Error, bool? Retry);
+
+public sealed record ExtendRequest(string? LeaseToken, int? Lease);
+
+public sealed record ExtendResponse(DateTime LeaseExpiresAt);
+
+[JsonSourceGenerationOptions(JsonSerializerDefaults.Web)]
+[JsonSerializable(typeof(NextRequest))]
+[JsonSerializable(typeof(NextResponse))]
+[JsonSerializable(typeof(CompleteRequest))]
+[JsonSerializable(typeof(FailRequest))]
+[JsonSerializable(typeof(ExtendRequest))]
+[JsonSerializable(typeof(ExtendResponse))]
+internal sealed partial class WorkJsonContext : JsonSerializerContext;

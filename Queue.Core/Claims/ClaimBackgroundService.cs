@@ -1,0 +1,132 @@
+using Dapper;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Options;
+using MySqlConnector;
+using Queue.Core.Sql;
+
+namespace Queue.Core.Claims;
+
+/// <summary>
+/// The claim path's background work in an Api process: the one shared poll that wakes long-polling workers for work
+/// made elsewhere (other processes' uploads, retries falling due, expiring leases), giving back claimed-ahead items
+/// that waited too long, and flushing the in-memory counts. Intervals are wall-clock, not the injected clock: they
+/// pace the process, they are not business time.
+/// </summary>
+/// <remarks>
+/// Its dependencies are resolved when it starts, not when it is constructed: the data source exists only after
+/// <see cref="Data.DatabaseBootstrap"/> has run, and hosted services are constructed before that.
+/// </remarks>
+public sealed partial class ClaimBackgroundService(IServiceProvider services, WorkSignal signal, TimeProvider clock,
+    IOptions<ClaimOptions> options, ILogger<ClaimBackgroundService> logger) : BackgroundService
+{
+    private MySqlDataSource db = null!;
+    private ClaimDispatcher dispatcher = null!;
+    private WorkStats stats = null!;
+    private bool started;
+
+    protected override Task ExecuteAsync(CancellationToken stoppingToken)
+    {
+        db = services.GetRequiredService<MySqlDataSource>();
+        dispatcher = services.GetRequiredService<ClaimDispatcher>();
+        stats = services.GetRequiredService<WorkStats>();
+        started = true;
+        return Task.WhenAll(PollLoopAsync(stoppingToken), MaintenanceLoopAsync(stoppingToken), StatsLoopAsync(stoppingToken));
+    }
+
+    private async Task PollLoopAsync(CancellationToken ct)
+    {
+        var interval = TimeSpan.FromMilliseconds(options.Value.PollMilliseconds);
+        while (!ct.IsCancellationRequested)
+        {
+            try
+            {
+                await Task.Delay(interval, ct);
+                if (signal.Waiters > 0)
+                {
+                    await using var conn = await db.OpenConnectionAsync(ct);
+                    var any = await conn.ExecuteScalarAsync<long>(new CommandDefinition(ClaimSql.AnyLaneAvailable,
+                        new { Now = clock.GetUtcNow().UtcDateTime }, cancellationToken: ct));
+                    if (any > 0)
+                    {
+                        signal.Notify();
+                    }
+                }
+            }
+            catch (OperationCanceledException) when (ct.IsCancellationRequested)
+            {
+                return;
+            }
+            catch (Exception ex) when (ex is MySqlException or TimeoutException or InvalidOperationException)
+            {
+                LogBackgroundFailed(logger, ex, "poll");
+            }
+        }
+    }
+
+    private async Task MaintenanceLoopAsync(CancellationToken ct)
+    {
+        var interval = TimeSpan.FromMilliseconds(Math.Max(50, options.Value.PrefetchHoldMilliseconds / 4));
+        while (!ct.IsCancellationRequested)
+        {
+            try
+            {
+                await Task.Delay(interval, ct);
+                await dispatcher.ReleaseStaleAsync(all: false, ct);
+            }
+            catch (OperationCanceledException) when (ct.IsCancellationRequested)
+            {
+                return;
+            }
+            catch (Exception ex) when (ex is MySqlException or TimeoutException or InvalidOperationException)
+            {
+                LogBackgroundFailed(logger, ex, "release");
+            }
+        }
+    }
+
+    private async Task StatsLoopAsync(CancellationToken ct)
+    {
+        var interval = TimeSpan.FromMilliseconds(options.Value.StatsFlushMilliseconds);
+        while (!ct.IsCancellationRequested)
+        {
+            try
+            {
+                await Task.Delay(interval, ct);
+                await stats.FlushAsync(ct);
+            }
+            catch (OperationCanceledException) when (ct.IsCancellationRequested)
+            {
+                return;
+            }
+            catch (Exception ex) when (ex is MySqlException or TimeoutException or InvalidOperationException)
+            {
+                LogBackgroundFailed(logger, ex, "stats");
+            }
+        }
+    }
+
+    public override async Task StopAsync(CancellationToken cancellationToken)
+    {
+        await base.StopAsync(cancellationToken);
+        if (!started)
+        {
+            return;
+        }
+        // A clean shutdown gives back what it claimed ahead and keeps the last counts; a crash leaves that to the
+        // reservation expiry (seconds) and loses at most one flush interval of counts.
+        try
+        {
+            await dispatcher.ReleaseStaleAsync(all: true, cancellationToken);
+            await stats.FlushAsync(cancellationToken);
+        }
+        catch (Exception ex) when (ex is MySqlException or OperationCanceledException or TimeoutException or InvalidOperationException)
+        {
+            LogBackgroundFailed(logger, ex, "shutdown");
+        }
+    }
+
+    [LoggerMessage(Level = LogLevel.Warning, Message = "Claim background work ({What}) failed; it is retried")]
+    private static partial void LogBackgroundFailed(ILogger logger, Exception exception, string what);
+}

@@ -1,0 +1,488 @@
+using System.Collections.Concurrent;
+using System.Data;
+using System.Security.Cryptography;
+using Dapper;
+using MySqlConnector;
+using Queue.Core.Data;
+using Queue.Core.Sql;
+
+namespace Queue.Core.Claims;
+
+/// <summary>What a claim slot becomes: a worker's lease, or a reservation held in this process's claim-ahead buffer.</summary>
+public sealed record ClaimSlot(string? Worker, DateTime Until, bool Reservation);
+
+/// <summary>An item taken by a claim transaction, with everything the /next answer needs.</summary>
+public sealed record TakenItem(long Id, long JobId, long TenantId, long DocumentId, string Task, int Attempt, byte[] Token,
+    DateTime Until, bool Reservation)
+{
+    public string TenantName { get; set; } = "";
+
+    public string DocumentName { get; set; } = "";
+
+    public string ContentType { get; set; } = "";
+}
+
+public enum FinishOutcome
+{
+    Done,
+    NotFound,
+    Stale,
+}
+
+/// <summary>A lease as the worker presents it.</summary>
+public readonly record struct LeaseRef(long ItemId, byte[] Token);
+
+public sealed record LeaseDocument(long Id, string Name, string ContentType, long Size);
+
+/// <summary>Process-wide counts the web layer turns into metrics and the stats flusher into rows.</summary>
+public sealed class ClaimCounters
+{
+    private long leasesExpired;
+
+    public long LeasesExpired => Interlocked.Read(ref leasesExpired);
+
+    public event Action<int>? LeaseExpired;
+
+    internal void OnLeaseExpired()
+    {
+        Interlocked.Increment(ref leasesExpired);
+        LeaseExpired?.Invoke(1);
+    }
+}
+
+/// <summary>
+/// The database side of claims and leases. Every method is one short READ COMMITTED transaction (or runs inside the
+/// caller's); locking reads come before writes, and a claim never waits for a row another claimer holds.
+/// </summary>
+public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, TimeProvider clock, ClaimCounters counters)
+{
+    private const int LanesPerRound = 8;
+    private const string LeaseExpiredError = "lease expired";
+
+    private readonly ConcurrentDictionary<long, string> tenantNames = new();
+
+    /// <summary>
+    /// Claims one item per slot (fewer if the queue runs dry) for a worker accepting <paramref name="tasks"/>, in claim
+    /// order, inside the caller's transaction. Item k of the answer gets slot k.
+    /// </summary>
+    public async Task<List<TakenItem>> TakeAsync(MySqlConnection conn, MySqlTransaction tx, IReadOnlyList<string> tasks,
+        IReadOnlyList<ClaimSlot> slots, DateTime now, CancellationToken ct)
+    {
+        var taken = new List<TakenItem>(slots.Count);
+        if (slots.Count == 0)
+        {
+            return taken;
+        }
+        var writes = new List<MySqlBatchCommand>();
+        var visited = new HashSet<(long, string)>();
+        for (var round = 0; round < 64 && taken.Count < slots.Count; round++)
+        {
+            var lanes = await selector.SelectAsync(conn, tx, new LaneQuery(tasks, now, visited.Count + LanesPerRound), ct);
+            var fresh = lanes.Where(l => !visited.Contains((l.JobId, l.Task))).ToList();
+            if (fresh.Count == 0)
+            {
+                break;
+            }
+            var reask = false;
+            for (var i = 0; i < fresh.Count && taken.Count < slots.Count && !reask;)
+            {
+                // Lanes of one job are taken together so the job's lowest item id wins across its tasks.
+                var j = i + 1;
+                while (j < fresh.Count && fresh[j].JobId == fresh[i].JobId && fresh[j].Quota is null && fresh[i].Quota is null)
+                {
+                    j++;
+                }
+                var want = slots.Count - taken.Count;
+                if (fresh[i].Quota is { } quota)
+                {
+                    want = Math.Min(want, quota);
+                }
+                var rows = new List<LockedRow>();
+                for (var k = i; k < j; k++)
+                {
+                    var lane = fresh[k];
+                    var got = (await conn.QueryAsync<LockedRow>(new CommandDefinition(ClaimSql.LockLaneItems,
+                        new { lane.JobId, lane.Task, Now = now, Limit = want }, tx, cancellationToken: ct))).AsList();
+                    if (got.Count == 0)
+                    {
+                        await RefreshHintAsync(conn, tx, lane, now, ct);
+                    }
+                    if (lane.Quota is { } q && got.Count >= q)
+                    {
+                        reask = true; // the selector wants to decide again after its quota; this lane may come back
+                    }
+                    else
+                    {
+                        visited.Add((lane.JobId, lane.Task));
+                    }
+                    rows.AddRange(got);
+                }
+                if (j - i > 1)
+                {
+                    rows.Sort(static (a, b) => a.Id.CompareTo(b.Id));
+                }
+                var count = 0;
+                foreach (var row in rows.Take(want))
+                {
+                    var expired = row.State == 1 && row.LeaseExpiresAt is not null;
+                    if (expired)
+                    {
+                        counters.OnLeaseExpired();
+                        await conn.ExecuteAsync(new CommandDefinition(ClaimSql.RecordError,
+                            new { row.Id, Attempt = row.Attempts, Error = LeaseExpiredError, Now = now }, tx, cancellationToken: ct));
+                        var max = await conn.ExecuteScalarAsync<int>(new CommandDefinition(ClaimSql.MaxAttemptsOfJob, new { row.JobId }, tx, cancellationToken: ct));
+                        if (row.Attempts >= max)
+                        {
+                            await conn.ExecuteAsync(new CommandDefinition(ClaimSql.KillItem, new { row.Id, Error = LeaseExpiredError, Now = now }, tx, cancellationToken: ct));
+                            await CountFinishedAsync(conn, tx, row.JobId, 0, 1, 0, now, ct);
+                            continue;
+                        }
+                    }
+                    var slot = slots[taken.Count];
+                    var token = RandomNumberGenerator.GetBytes(16);
+                    var cmd = new MySqlBatchCommand(slot.Reservation ? ClaimSql.ReserveItem : ClaimSql.LeaseItem);
+                    cmd.Parameters.AddWithValue("@Id", row.Id);
+                    cmd.Parameters.AddWithValue("@Token", token);
+                    cmd.Parameters.AddWithValue(slot.Reservation ? "@Until" : "@Expires", slot.Until);
+                    cmd.Parameters.AddWithValue("@Expired", expired);
+                    cmd.Parameters.AddWithValue("@Now", now);
+                    if (!slot.Reservation)
+                    {
+                        cmd.Parameters.AddWithValue("@Worker", slot.Worker);
+                    }
+                    writes.Add(cmd);
+                    // A reservation does not count as an attempt until it is handed out.
+                    var attempt = slot.Reservation ? row.Attempts : row.Attempts + 1;
+                    var tenant = fresh[i].TenantId;
+                    taken.Add(new TakenItem(row.Id, row.JobId, tenant, row.DocumentId, row.Task, attempt, token, slot.Until, slot.Reservation));
+                    count++;
+                }
+                if (count > 0)
+                {
+                    selector.Claimed(fresh[i].TenantId, count);
+                }
+                i = j;
+            }
+            // Written before the next round: SKIP LOCKED does not skip our own locks, so a lane visited again must
+            // already show these items as taken.
+            await WriteAsync(conn, tx, writes, ct);
+        }
+        if (taken.Count > 0)
+        {
+            await DescribeAsync(conn, tx, taken, ct);
+        }
+        return taken;
+    }
+
+    private static async Task WriteAsync(MySqlConnection conn, MySqlTransaction tx, List<MySqlBatchCommand> writes, CancellationToken ct)
+    {
+        if (writes.Count == 0)
+        {
+            return;
+        }
+        await using var batch = new MySqlBatch(conn, tx);
+        foreach (var w in writes)
+        {
+            batch.BatchCommands.Add(w);
+        }
+        await batch.ExecuteNonQueryAsync(ct);
+        writes.Clear();
+    }
+
+    /// <summary>A lane that yielded nothing: hide it until its next item falls due, or remove it when it has none.</summary>
+    private static async Task RefreshHintAsync(MySqlConnection conn, MySqlTransaction tx, Lane lane, DateTime now, CancellationToken ct)
+    {
+        var locked = await conn.QueryFirstOrDefaultAsync<DateTime?>(new CommandDefinition(ClaimSql.LockLane, new { lane.JobId, lane.Task }, tx, cancellationToken: ct));
+        if (locked is null)
+        {
+            return; // someone else is changing this lane (an upload, a rewrite): leave the hint to them
+        }
+        var next = await conn.ExecuteScalarAsync<DateTime?>(new CommandDefinition(ClaimSql.LaneNextDue, new { lane.JobId, lane.Task }, tx, cancellationToken: ct));
+        if (next is null)
+        {
+            await conn.ExecuteAsync(new CommandDefinition(ClaimSql.DeleteLane, new { lane.JobId, lane.Task }, tx, cancellationToken: ct));
+        }
+        else if (next.Value > now)
+        {
+            await conn.ExecuteAsync(new CommandDefinition(ClaimSql.SetLaneHint, new { lane.JobId, lane.Task, At = next.Value }, tx, cancellationToken: ct));
+        }
+    }
+
+    private async Task DescribeAsync(MySqlConnection conn, MySqlTransaction tx, List<TakenItem> taken, CancellationToken ct)
+    {
+        var ids = taken.Select(t => t.DocumentId).Distinct().ToList();
+        var docs = (await conn.QueryAsync<DocRow>(new CommandDefinition(ClaimSql.DocumentsByIds, new { Ids = ids }, tx, cancellationToken: ct)))
+            .ToDictionary(d => d.Id);
+        foreach (var t in taken)
+        {
+            if (docs.TryGetValue(t.DocumentId, out var d))
+            {
+                t.DocumentName = d.Name;
+                t.ContentType = d.ContentType;
+            }
+            t.TenantName = await TenantNameAsync(conn, tx, t.TenantId, ct);
+        }
+    }
+
+    private async ValueTask<string> TenantNameAsync(MySqlConnection conn, MySqlTransaction tx, long tenantId, CancellationToken ct)
+    {
+        if (tenantNames.TryGetValue(tenantId, out var name))
+        {
+            return name;
+        }
+        // Tenant names never change, so this cache needs no expiry.
+        name = await conn.ExecuteScalarAsync<string>(new CommandDefinition(ClaimSql.TenantNameById, new { Id = tenantId }, tx, cancellationToken: ct)) ?? "";
+        tenantNames[tenantId] = name;
+        return name;
+    }
+
+    /// <summary>Hands out reserved items: each becomes a worker's lease, unless its reservation was lost meanwhile.</summary>
+    public static async Task<bool[]> ConfirmAsync(MySqlConnection conn, MySqlTransaction tx, IReadOnlyList<(TakenItem Item, string? Worker, DateTime Expires)> handouts,
+        DateTime now, CancellationToken ct)
+    {
+        var ok = new bool[handouts.Count];
+        if (handouts.Count == 0)
+        {
+            return ok;
+        }
+        await using var batch = new MySqlBatch(conn, tx);
+        foreach (var (item, worker, expires) in handouts)
+        {
+            var cmd = new MySqlBatchCommand(ClaimSql.ConfirmReservation);
+            cmd.Parameters.AddWithValue("@Id", item.Id);
+            cmd.Parameters.AddWithValue("@Token", item.Token);
+            cmd.Parameters.AddWithValue("@Expires", expires);
+            cmd.Parameters.AddWithValue("@Worker", worker);
+            cmd.Parameters.AddWithValue("@Now", now);
+            batch.BatchCommands.Add(cmd);
+        }
+        await batch.ExecuteNonQueryAsync(ct);
+        // MySqlBatch does not report rows per statement here, so read back which ones took: a confirmed item carries
+        // our token and a worker's lease expiry.
+        var rows = (await conn.QueryAsync<ConfirmedRow>(new CommandDefinition(ClaimSql.ConfirmedLeases,
+            new { Ids = handouts.Select(h => h.Item.Id).ToList() }, tx, cancellationToken: ct))).ToDictionary(r => r.Id);
+        for (var i = 0; i < handouts.Count; i++)
+        {
+            ok[i] = rows.TryGetValue(handouts[i].Item.Id, out var r) && r.LeaseToken is not null
+                && CryptographicOperations.FixedTimeEquals(r.LeaseToken, handouts[i].Item.Token);
+        }
+        return ok;
+    }
+
+    /// <summary>Gives back items that were taken but never handed out (reservations, or leases of callers who left).</summary>
+    public async Task ReleaseAsync(IReadOnlyList<TakenItem> items, CancellationToken ct)
+    {
+        if (items.Count == 0)
+        {
+            return;
+        }
+        var now = clock.GetUtcNow().UtcDateTime;
+        await Retry.OnDeadlockAsync(async c =>
+        {
+            await using var conn = await db.OpenConnectionAsync(c);
+            await using var tx = await conn.BeginReadCommittedAsync(c);
+            await using var batch = new MySqlBatch(conn, tx);
+            foreach (var item in items)
+            {
+                var cmd = new MySqlBatchCommand(item.Reservation ? ClaimSql.ReleaseReservation : ClaimSql.ReleaseLease);
+                cmd.Parameters.AddWithValue("@Id", item.Id);
+                cmd.Parameters.AddWithValue("@Token", item.Token);
+                cmd.Parameters.AddWithValue("@Now", now);
+                batch.BatchCommands.Add(cmd);
+            }
+            foreach (var lane in items.Select(i => (i.JobId, i.Task)).Distinct())
+            {
+                var cmd = new MySqlBatchCommand(ClaimSql.LowerLaneHint);
+                cmd.Parameters.AddWithValue("@JobId", lane.JobId);
+                cmd.Parameters.AddWithValue("@Task", lane.Task);
+                cmd.Parameters.AddWithValue("@At", now);
+                batch.BatchCommands.Add(cmd);
+            }
+            await batch.ExecuteNonQueryAsync(c);
+            await tx.CommitAsync(c);
+            return true;
+        }, ct);
+    }
+
+    /// <summary>Completes many leases in one transaction; each gets its own outcome. At most one completion per item, ever.</summary>
+    public async Task<(FinishOutcome[] Outcomes, Dictionary<long, int> CompletionsByTenant)> CompleteAsync(IReadOnlyList<LeaseRef> leases, CancellationToken ct)
+    {
+        return await Retry.OnDeadlockAsync(async c =>
+        {
+            var now = clock.GetUtcNow().UtcDateTime;
+            var outcomes = new FinishOutcome[leases.Count];
+            var byTenant = new Dictionary<long, int>();
+            await using var conn = await db.OpenConnectionAsync(c);
+            await using var tx = await conn.BeginReadCommittedAsync(c);
+            var ids = leases.Select(l => l.ItemId).Distinct().ToList();
+            var rows = (await conn.QueryAsync<FinishRow>(new CommandDefinition(ClaimSql.LockItemsForFinish, new { Ids = ids }, tx, cancellationToken: c)))
+                .ToDictionary(r => r.Id);
+            var done = new List<long>();
+            var perJob = new Dictionary<long, int>();
+            for (var i = 0; i < leases.Count; i++)
+            {
+                var l = leases[i];
+                if (!rows.TryGetValue(l.ItemId, out var row))
+                {
+                    outcomes[i] = FinishOutcome.NotFound;
+                }
+                else if (!row.IsLiveLease(l.Token, now) || done.Contains(row.Id))
+                {
+                    outcomes[i] = FinishOutcome.Stale;
+                }
+                else
+                {
+                    outcomes[i] = FinishOutcome.Done;
+                    done.Add(row.Id);
+                    perJob[row.JobId] = perJob.GetValueOrDefault(row.JobId) + 1;
+                }
+            }
+            if (done.Count > 0)
+            {
+                await conn.ExecuteAsync(new CommandDefinition(ClaimSql.CompleteItems, new { Ids = done, Now = now }, tx, cancellationToken: c));
+                foreach (var (jobId, n) in perJob)
+                {
+                    await conn.ExecuteAsync(new CommandDefinition(ClaimSql.CountFinished,
+                        new { JobId = jobId, Done = n, Dead = 0, Cancelled = 0, Now = now }, tx, cancellationToken: c));
+                }
+                var jobs = await conn.QueryAsync<JobAfter>(new CommandDefinition(ClaimSql.JobsAfterFinish, new { JobIds = perJob.Keys.ToList() }, tx, cancellationToken: c));
+                foreach (var job in jobs)
+                {
+                    byTenant[job.TenantId] = byTenant.GetValueOrDefault(job.TenantId) + perJob[job.Id];
+                    if (job.Active <= 0)
+                    {
+                        await conn.ExecuteAsync(new CommandDefinition(OrderingSql.RemoveJob, new { JobId = job.Id }, tx, cancellationToken: c));
+                    }
+                }
+            }
+            await tx.CommitAsync(c);
+            return (outcomes, byTenant);
+        }, ct);
+    }
+
+    /// <summary>
+    /// A failed attempt: retried after min(2^(attempt-1) s, 5 min) ±20%, or dead once the tenant's max_attempts is
+    /// used up or the worker said retry: false. Every failure is kept in item_errors.
+    /// </summary>
+    public async Task<(FinishOutcome Outcome, bool Dead, long TenantId)> FailAsync(LeaseRef lease, string error, bool retry, CancellationToken ct)
+    {
+        return await Retry.OnDeadlockAsync(async c =>
+        {
+            var now = clock.GetUtcNow().UtcDateTime;
+            await using var conn = await db.OpenConnectionAsync(c);
+            await using var tx = await conn.BeginReadCommittedAsync(c);
+            var row = await conn.QuerySingleOrDefaultAsync<FinishRow>(new CommandDefinition(ClaimSql.LockItemForFinish, new { Id = lease.ItemId }, tx, cancellationToken: c));
+            if (row is null)
+            {
+                return (FinishOutcome.NotFound, false, 0L);
+            }
+            if (!row.IsLiveLease(lease.Token, now))
+            {
+                return (FinishOutcome.Stale, false, 0L);
+            }
+            var job = await conn.QuerySingleAsync<JobStateRow>(new CommandDefinition(ClaimSql.JobStateAndTenant, new { row.JobId }, tx, cancellationToken: c));
+            var max = await conn.ExecuteScalarAsync<int>(new CommandDefinition(ClaimSql.MaxAttemptsOfJob, new { row.JobId }, tx, cancellationToken: c));
+            await conn.ExecuteAsync(new CommandDefinition(ClaimSql.RecordError, new { row.Id, Attempt = row.Attempts, Error = error, Now = now }, tx, cancellationToken: c));
+            var dead = false;
+            if (job.State == 3)
+            {
+                // The job was cancelled while this lease was out: nothing of it is handed out again.
+                await conn.ExecuteAsync(new CommandDefinition(ClaimSql.CancelItem, new { row.Id, Error = error, Now = now }, tx, cancellationToken: c));
+                await CountFinishedAsync(conn, tx, row.JobId, 0, 0, 1, now, c);
+            }
+            else if (!retry || row.Attempts >= max)
+            {
+                dead = true;
+                await conn.ExecuteAsync(new CommandDefinition(ClaimSql.KillItem, new { row.Id, Error = error, Now = now }, tx, cancellationToken: c));
+                await CountFinishedAsync(conn, tx, row.JobId, 0, 1, 0, now, c);
+            }
+            else
+            {
+                var due = now + Backoff(row.Attempts);
+                await conn.ExecuteAsync(new CommandDefinition(ClaimSql.RetryItem, new { row.Id, Error = error, Due = due, Now = now }, tx, cancellationToken: c));
+                await conn.ExecuteAsync(new CommandDefinition(ClaimSql.LowerLaneHint, new { row.JobId, row.Task, At = due }, tx, cancellationToken: c));
+            }
+            await tx.CommitAsync(c);
+            return (FinishOutcome.Done, dead, job.TenantId);
+        }, ct);
+    }
+
+    /// <summary>min(2^(attempt-1) s, 5 min), then ±20% uniform jitter so a burst of failures does not come back in lockstep.</summary>
+    public static TimeSpan Backoff(int attempt)
+    {
+        var seconds = Math.Min(Math.Pow(2, Math.Max(0, attempt - 1)), 300);
+        return TimeSpan.FromSeconds(seconds * (0.8 + (0.4 * Random.Shared.NextDouble())));
+    }
+
+    public async Task<(FinishOutcome Outcome, DateTime Expires)> ExtendAsync(LeaseRef lease, int seconds, string? worker, CancellationToken ct)
+    {
+        var now = clock.GetUtcNow().UtcDateTime;
+        var expires = now.AddSeconds(seconds);
+        await using var conn = await db.OpenConnectionAsync(ct);
+        var changed = await conn.ExecuteAsync(new CommandDefinition(ClaimSql.ExtendLease,
+            new { Id = lease.ItemId, lease.Token, Expires = expires, Worker = worker, Now = now }, cancellationToken: ct));
+        if (changed > 0)
+        {
+            return (FinishOutcome.Done, expires);
+        }
+        return (await ExistsAsync(conn, lease.ItemId, ct) ? FinishOutcome.Stale : FinishOutcome.NotFound, default);
+    }
+
+    /// <summary>The document behind a live lease, or why there is none.</summary>
+    public async Task<(FinishOutcome Outcome, LeaseDocument? Document)> DocumentAsync(LeaseRef lease, CancellationToken ct)
+    {
+        await using var conn = await db.OpenConnectionAsync(ct);
+        var doc = await conn.QuerySingleOrDefaultAsync<LeaseDocument>(new CommandDefinition(ClaimSql.DocumentOfLease,
+            new { Id = lease.ItemId, lease.Token, Now = clock.GetUtcNow().UtcDateTime }, cancellationToken: ct));
+        if (doc is not null)
+        {
+            return (FinishOutcome.Done, doc);
+        }
+        return (await ExistsAsync(conn, lease.ItemId, ct) ? FinishOutcome.Stale : FinishOutcome.NotFound, null);
+    }
+
+    /// <summary>Streams a document's bytes without holding them whole in memory.</summary>
+    public async Task CopyDocumentAsync(long documentId, Stream destination, CancellationToken ct)
+    {
+        await using var conn = await db.OpenConnectionAsync(ct);
+        await using var cmd = new MySqlCommand(ClaimSql.DocumentContent, conn);
+        cmd.Parameters.AddWithValue("@DocumentId", documentId);
+        await using var reader = await cmd.ExecuteReaderAsync(CommandBehavior.SequentialAccess, ct);
+        if (await reader.ReadAsync(ct))
+        {
+            await using var content = reader.GetStream(0);
+            await content.CopyToAsync(destination, ct);
+        }
+    }
+
+    private static async Task<bool> ExistsAsync(MySqlConnection conn, long id, CancellationToken ct) =>
+        await conn.ExecuteScalarAsync<long>(new CommandDefinition(ClaimSql.ItemExists, new { Id = id }, cancellationToken: ct)) > 0;
+
+    private static async Task CountFinishedAsync(MySqlConnection conn, MySqlTransaction tx, long jobId, int done, int dead, int cancelled, DateTime now, CancellationToken ct)
+    {
+        await conn.ExecuteAsync(new CommandDefinition(ClaimSql.CountFinished,
+            new { JobId = jobId, Done = done, Dead = dead, Cancelled = cancelled, Now = now }, tx, cancellationToken: ct));
+        var job = await conn.QuerySingleAsync<JobAfter>(new CommandDefinition(ClaimSql.JobsAfterFinish, new { JobIds = new[] { jobId } }, tx, cancellationToken: ct));
+        if (job.Active <= 0)
+        {
+            await conn.ExecuteAsync(new CommandDefinition(OrderingSql.RemoveJob, new { JobId = jobId }, tx, cancellationToken: ct));
+        }
+    }
+
+    private sealed record LockedRow(long Id, long JobId, long DocumentId, string Task, sbyte State, int Attempts, DateTime? LeaseExpiresAt);
+
+    private sealed record ConfirmedRow(long Id, byte[]? LeaseToken);
+
+    private sealed record DocRow(long Id, string Name, string ContentType);
+
+    private sealed record JobAfter(long Id, long TenantId, sbyte State, long Active);
+
+    private sealed record JobStateRow(sbyte State, long TenantId);
+
+    private sealed record FinishRow(long Id, long JobId, string Task, sbyte State, byte[]? LeaseToken, DateTime DueAt, int Attempts, string? Worker)
+    {
+        /// <summary>Leased, by this token, and not expired: anything else is a stale or foreign lease.</summary>
+        public bool IsLiveLease(byte[] token, DateTime now) =>
+            State == 1 && LeaseToken is not null && CryptographicOperations.FixedTimeEquals(LeaseToken, token) && DueAt > now;
+    }
+}

@@ -1,0 +1,42 @@
+namespace Queue.Core.Claims;
+
+/// <summary>Settings of the claim path (section <c>Claims</c>). The defaults are what the claim benchmark was run with.</summary>
+public sealed class ClaimOptions
+{
+    /// <summary>
+    /// Items each task filter may hold claimed ahead in memory, beyond what waiting workers asked for. 0 turns claim-ahead
+    /// off: every /next is then served by the grouped claim transaction it joins. See docs/DESIGN.md "Claims".
+    /// </summary>
+    public int Prefetch { get; set; }
+
+    /// <summary>How long a claimed-ahead item is reserved in the database. If the process dies, it is claimable again after this.</summary>
+    public int ReservationSeconds { get; set; } = 10;
+
+    /// <summary>A claimed-ahead item not handed out within this time is given back, so the buffer never serves a stale order for long.</summary>
+    public int PrefetchHoldMilliseconds { get; set; } = 1000;
+
+    /// <summary>/next calls waiting for a claim transaction, beyond which new ones get 503 at once.</summary>
+    public int MaxPending { get; set; } = 4096;
+
+    /// <summary>Calls served by one claim transaction at most.</summary>
+    public int MaxBatch { get; set; } = 256;
+
+    /// <summary>Claim (and completion) transactions in flight at once; two keep the database busy while one commits.</summary>
+    public int MaxConcurrentFlushes { get; set; } = 2;
+
+    /// <summary>How long a call waits for its grouped transaction before it answers 503 with Retry-After.</summary>
+    public int DatabaseWaitMilliseconds { get; set; } = 5000;
+
+    /// <summary>Interval of the one shared poll per process that wakes long-polling workers for work other processes made.</summary>
+    public int PollMilliseconds { get; set; } = 250;
+
+    /// <summary>How often per-tenant and per-worker counts are added to tenant_counters and workers.</summary>
+    public int StatsFlushMilliseconds { get; set; } = 5000;
+
+    public bool IsValid() =>
+        Prefetch is >= 0 and <= 10_000
+        && ReservationSeconds is >= 2 and <= 300
+        && PrefetchHoldMilliseconds > 0 && PrefetchHoldMilliseconds < ReservationSeconds * 500
+        && MaxPending > 0 && MaxBatch is > 0 and <= 10_000 && MaxConcurrentFlushes is >= 1 and <= 16
+        && DatabaseWaitMilliseconds > 0 && PollMilliseconds is >= 10 and <= 60_000 && StatsFlushMilliseconds >= 100;
+}

@@ -1,0 +1,69 @@
+using Dapper;
+using MySqlConnector;
+using Queue.Core.Sql;
+
+namespace Queue.Core.Claims;
+
+/// <summary>One (job, task) lane of the ordering, as a selector hands it to the claim engine.</summary>
+/// <param name="Quota">
+/// How many items the engine may take from this lane before it must ask the selector again; null means no limit.
+/// A fair selector uses it to keep its shares item by item even when one transaction claims for many workers.
+/// </param>
+public sealed record Lane(long JobId, string Task, long TenantId, long Value, int? Quota = null);
+
+/// <param name="Tasks">The worker's task filter; empty accepts every task.</param>
+/// <param name="Limit">At most this many lanes; the engine asks again with a larger limit when these ran dry.</param>
+public sealed record LaneQuery(IReadOnlyList<string> Tasks, DateTime Now, int Limit);
+
+/// <summary>
+/// The replaceable step of a claim that decides which lanes come first. The engine calls it inside the claim
+/// transaction, takes the lowest item ids from the lanes in the order given, and reports every take through
+/// <see cref="Claimed"/>, so that a stateful policy (issue 8's tenant-fair share) sees each item it gave away, even
+/// when one transaction serves a whole batch of workers.
+/// </summary>
+public interface ILaneSelector
+{
+    Task<IReadOnlyList<Lane>> SelectAsync(MySqlConnection conn, MySqlTransaction tx, LaneQuery query, CancellationToken ct);
+
+    /// <summary>Items were taken from a lane of <paramref name="tenantId"/> (called before the transaction commits).</summary>
+    void Claimed(long tenantId, int count);
+}
+
+/// <summary>CONTRACT.md's order: lowest value first, ties to the older job; straight off the ordering indexes.</summary>
+public sealed class SeedLaneSelector : ILaneSelector
+{
+    public async Task<IReadOnlyList<Lane>> SelectAsync(MySqlConnection conn, MySqlTransaction tx, LaneQuery query, CancellationToken ct)
+    {
+        if (query.Tasks.Count == 0)
+        {
+            return (await conn.QueryAsync<LaneRow>(new CommandDefinition(ClaimSql.SeedLanesAny,
+                new { query.Now, query.Limit }, tx, cancellationToken: ct))).Select(r => r.ToLane()).ToList();
+        }
+        // One index walk per task (each already in order), merged here: a multi-task IN over the index would sort.
+        var lanes = new List<Lane>();
+        foreach (var task in query.Tasks)
+        {
+            lanes.AddRange((await conn.QueryAsync<LaneRow>(new CommandDefinition(ClaimSql.SeedLanesForTask,
+                new { Task = task, query.Now, query.Limit }, tx, cancellationToken: ct))).Select(r => r.ToLane()));
+        }
+        if (query.Tasks.Count > 1)
+        {
+            lanes.Sort(static (a, b) => a.Value != b.Value ? a.Value.CompareTo(b.Value)
+                : a.JobId != b.JobId ? a.JobId.CompareTo(b.JobId) : string.CompareOrdinal(a.Task, b.Task));
+            if (lanes.Count > query.Limit)
+            {
+                lanes.RemoveRange(query.Limit, lanes.Count - query.Limit);
+            }
+        }
+        return lanes;
+    }
+
+    public void Claimed(long tenantId, int count)
+    {
+    }
+
+    private sealed record LaneRow(long JobId, string Task, long TenantId, long Value)
+    {
+        public Lane ToLane() => new(JobId, Task, TenantId, Value);
+    }
+}

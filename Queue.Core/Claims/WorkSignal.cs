@@ -1,0 +1,47 @@
+namespace Queue.Core.Claims;
+
+/// <summary>
+/// Wakes long-polling workers of this process as soon as claimable work may exist. Anything that makes items claimable
+/// calls <see cref="Notify"/> after its transaction commits (an upload, a requeue, an unblock); work made by other
+/// processes, retries falling due and expiring leases are found by the one shared poll per process
+/// (<see cref="ClaimBackgroundService"/>), which runs only while someone waits.
+/// </summary>
+public sealed class WorkSignal
+{
+    private TaskCompletionSource current = New();
+    private int waiters;
+
+    /// <summary>Completes at the next <see cref="Notify"/>. Take it before looking for work, then wait on it, so a
+    /// notification between the look and the wait is never missed.</summary>
+    public Task Next => Volatile.Read(ref current).Task;
+
+    /// <summary>Workers waiting right now; the shared poll runs only while this is above zero.</summary>
+    public int Waiters => Volatile.Read(ref waiters);
+
+    public void Notify() => Interlocked.Exchange(ref current, New()).TrySetResult();
+
+    /// <summary>Waits for <paramref name="observed"/> (a <see cref="Next"/> taken earlier) or the timeout; true when notified.</summary>
+    public async Task<bool> WaitAsync(Task observed, TimeSpan timeout, CancellationToken ct)
+    {
+        if (timeout <= TimeSpan.Zero)
+        {
+            return observed.IsCompleted;
+        }
+        Interlocked.Increment(ref waiters);
+        try
+        {
+            await observed.WaitAsync(timeout, ct);
+            return true;
+        }
+        catch (TimeoutException)
+        {
+            return false;
+        }
+        finally
+        {
+            Interlocked.Decrement(ref waiters);
+        }
+    }
+
+    private static TaskCompletionSource New() => new(TaskCreationOptions.RunContinuationsAsynchronously);
+}

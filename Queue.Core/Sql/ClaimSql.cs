@@ -1,0 +1,256 @@
+namespace Queue.Core.Sql;
+
+/// <summary>
+/// The claim path (POST /next), leases (complete, fail, extend, document) and the worker-side statistics.
+/// See docs/DESIGN.md "Claims": lanes are picked from the ordering index alone, items inside one lane with SKIP LOCKED.
+/// </summary>
+public static class ClaimSql
+{
+    // ---- Lane selection (seed policy). Both walk an index in (value, job_id) order and stop at LIMIT: no sort, no join.
+
+    /// <summary>Lanes of any task, in claim order. Lanes whose hint says "nothing before later" are skipped inside the index.</summary>
+    public const string SeedLanesAny = """
+        SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value
+        FROM ordering FORCE INDEX (ix_ordering_any)
+        WHERE blocked = 0 AND available_at <= @Now
+        ORDER BY value, job_id, task
+        LIMIT @Limit
+        """;
+
+    /// <summary>Lanes of one task, in claim order; a worker's task list runs this once per task and merges.</summary>
+    public const string SeedLanesForTask = """
+        SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value
+        FROM ordering FORCE INDEX (ix_ordering_task)
+        WHERE blocked = 0 AND task = @Task AND available_at <= @Now
+        ORDER BY value, job_id
+        LIMIT @Limit
+        """;
+
+    // ---- Inside one lane.
+
+    /// <summary>
+    /// The claimable items of one lane, lowest id first. Ready items and expired leases alike have due_at &lt;= now;
+    /// rows another claimer holds are skipped rather than waited for.
+    /// </summary>
+    public const string LockLaneItems = """
+        SELECT id AS Id, job_id AS JobId, document_id AS DocumentId, task AS Task, state AS State,
+               attempts AS Attempts, lease_expires_at AS LeaseExpiresAt
+        FROM items FORCE INDEX (ix_items_claim)
+        WHERE job_id = @JobId AND task = @Task AND active = 1 AND due_at <= @Now
+        ORDER BY id
+        LIMIT @Limit
+        FOR UPDATE SKIP LOCKED
+        """;
+
+    /// <summary>Hands one item to a worker: a fresh token, the lease expiry in due_at, one more attempt.</summary>
+    public const string LeaseItem = """
+        UPDATE items
+        SET state = 1, attempts = attempts + 1, lease_token = @Token, lease_expires_at = @Expires, due_at = @Expires,
+            worker = @Worker, last_error = IF(@Expired, 'lease expired', last_error), updated_at = @Now
+        WHERE id = @Id
+        """;
+
+    /// <summary>
+    /// Claim-ahead: holds one item for this process under a short reservation (lease_expires_at stays NULL, which marks
+    /// it as not yet handed out). A crashed process's reservations fall due within seconds and are reclaimed without
+    /// counting a failed attempt.
+    /// </summary>
+    public const string ReserveItem = """
+        UPDATE items
+        SET state = 1, lease_token = @Token, lease_expires_at = NULL, due_at = @Until, worker = NULL,
+            last_error = IF(@Expired, 'lease expired', last_error), updated_at = @Now
+        WHERE id = @Id
+        """;
+
+    /// <summary>
+    /// Hands out a reserved item: only while the reservation is still ours and live, and its lane is neither blocked
+    /// nor removed (a cancel removes lanes), so a reservation never outlives a block or a cancel.
+    /// </summary>
+    public const string ConfirmReservation = """
+        UPDATE items i JOIN ordering o ON o.job_id = i.job_id AND o.task = i.task AND o.blocked = 0
+        SET i.attempts = i.attempts + 1, i.lease_expires_at = @Expires, i.due_at = @Expires, i.worker = @Worker,
+            i.updated_at = @Now
+        WHERE i.id = @Id AND i.lease_token = @Token AND i.state = 1 AND i.lease_expires_at IS NULL AND i.due_at > @Now
+        """;
+
+    /// <summary>Which of these items are leased out to a worker (not merely reserved), and under which token.</summary>
+    public const string ConfirmedLeases = """
+        SELECT id AS Id, lease_token AS LeaseToken FROM items WHERE id IN @Ids AND state = 1 AND lease_expires_at IS NOT NULL
+        """;
+
+    /// <summary>Gives back a reservation that was never handed out: ready again at once, nothing counted.</summary>
+    public const string ReleaseReservation = """
+        UPDATE items SET state = 0, lease_token = NULL, due_at = @Now, updated_at = @Now
+        WHERE id = @Id AND lease_token = @Token AND state = 1 AND lease_expires_at IS NULL
+        """;
+
+    /// <summary>Gives back a lease that was claimed for a caller who left before it was handed out: as if never claimed.</summary>
+    public const string ReleaseLease = """
+        UPDATE items SET state = 0, attempts = attempts - 1, lease_token = NULL, lease_expires_at = NULL, worker = NULL,
+            due_at = @Now, updated_at = @Now
+        WHERE id = @Id AND lease_token = @Token AND state = 1
+        """;
+
+    public const string RecordError = """
+        INSERT INTO item_errors (item_id, attempt, error, at) VALUES (@Id, @Attempt, @Error, @Now)
+        """;
+
+    public const string MaxAttemptsOfJob = """
+        SELECT t.max_attempts FROM jobs j JOIN tenants t ON t.id = j.tenant_id WHERE j.id = @JobId
+        """;
+
+    public const string DocumentsByIds = """
+        SELECT id AS Id, name AS Name, content_type AS ContentType FROM documents WHERE id IN @Ids
+        """;
+
+    public const string TenantNameById = "SELECT name FROM tenants WHERE id = @Id";
+
+    // ---- The lane hint, when a lane yielded nothing (docs/DESIGN.md).
+
+    /// <summary>Locks the lane row so an upload's LEAST(available_at, now) cannot be lost under our recomputed hint.</summary>
+    public const string LockLane = """
+        SELECT available_at FROM ordering WHERE job_id = @JobId AND task = @Task FOR UPDATE SKIP LOCKED
+        """;
+
+    /// <summary>Earliest moment an active item of the lane can be claimed; NULL when the lane has no active item.</summary>
+    public const string LaneNextDue = """
+        SELECT MIN(due_at) FROM items FORCE INDEX (ix_items_claim) WHERE job_id = @JobId AND task = @Task AND active = 1
+        """;
+
+    public const string SetLaneHint = "UPDATE ordering SET available_at = @At WHERE job_id = @JobId AND task = @Task";
+
+    public const string DeleteLane = "DELETE FROM ordering WHERE job_id = @JobId AND task = @Task";
+
+    /// <summary>An item became claimable at @At (a fail's due time, a release): the lane must not hide it.</summary>
+    public const string LowerLaneHint = """
+        UPDATE ordering SET available_at = LEAST(available_at, @At) WHERE job_id = @JobId AND task = @Task
+        """;
+
+    // ---- Finishing: complete, fail, dead, extend, document.
+
+    public const string LockItemsForFinish = """
+        SELECT id AS Id, job_id AS JobId, task AS Task, state AS State, lease_token AS LeaseToken, due_at AS DueAt,
+               attempts AS Attempts, worker AS Worker
+        FROM items WHERE id IN @Ids FOR UPDATE
+        """;
+
+    public const string LockItemForFinish = """
+        SELECT id AS Id, job_id AS JobId, task AS Task, state AS State, lease_token AS LeaseToken, due_at AS DueAt,
+               attempts AS Attempts, worker AS Worker
+        FROM items WHERE id = @Id FOR UPDATE
+        """;
+
+    public const string CompleteItems = """
+        UPDATE items SET state = 2, lease_token = NULL, lease_expires_at = NULL, due_at = @Now, updated_at = @Now
+        WHERE id IN @Ids
+        """;
+
+    public const string KillItem = """
+        UPDATE items SET state = 3, lease_token = NULL, lease_expires_at = NULL, last_error = @Error, due_at = @Now,
+            updated_at = @Now
+        WHERE id = @Id
+        """;
+
+    public const string CancelItem = """
+        UPDATE items SET state = 4, lease_token = NULL, lease_expires_at = NULL, last_error = @Error, due_at = @Now,
+            updated_at = @Now
+        WHERE id = @Id
+        """;
+
+    public const string RetryItem = """
+        UPDATE items SET state = 0, lease_token = NULL, lease_expires_at = NULL, last_error = @Error, due_at = @Due,
+            updated_at = @Now
+        WHERE id = @Id
+        """;
+
+    /// <summary>
+    /// Counts finished items on the job and closes it out when it is closed and nothing is active any more. MariaDB
+    /// applies single-table SET clauses left to right, so finished_at and state see the new counters.
+    /// </summary>
+    public const string CountFinished = """
+        UPDATE jobs
+        SET items_done = items_done + @Done, items_dead = items_dead + @Dead, items_cancelled = items_cancelled + @Cancelled,
+            finished_at = IF(state = 1 AND items_total = items_done + items_dead + items_cancelled, @Now, finished_at),
+            state = IF(state = 1 AND items_total = items_done + items_dead + items_cancelled, 2, state),
+            updated_at = @Now
+        WHERE id = @JobId
+        """;
+
+    public const string JobsAfterFinish = """
+        SELECT id AS Id, tenant_id AS TenantId, state AS State,
+               items_total - items_done - items_dead - items_cancelled AS Active
+        FROM jobs WHERE id IN @JobIds
+        """;
+
+    public const string JobStateAndTenant = "SELECT state AS State, tenant_id AS TenantId FROM jobs WHERE id = @JobId";
+
+    public const string ExtendLease = """
+        UPDATE items SET lease_expires_at = @Expires, due_at = @Expires, worker = COALESCE(@Worker, worker), updated_at = @Now
+        WHERE id = @Id AND lease_token = @Token AND state = 1 AND due_at > @Now
+        """;
+
+    public const string ItemExists = "SELECT COUNT(*) FROM items WHERE id = @Id";
+
+    /// <summary>The document of a live lease; no row means a stale or foreign token (or no such item).</summary>
+    public const string DocumentOfLease = """
+        SELECT d.id AS Id, d.name AS Name, d.content_type AS ContentType, d.size AS Size
+        FROM items i JOIN documents d ON d.id = i.document_id
+        WHERE i.id = @Id AND i.lease_token = @Token AND i.state = 1 AND i.due_at > @Now
+        """;
+
+    public const string DocumentContent = "SELECT content FROM document_content WHERE document_id = @DocumentId";
+
+    // ---- Statistics, flushed from memory every few seconds.
+
+    public const string AddTenantCounters = """
+        INSERT INTO tenant_counters (tenant_id, claims, completions, updated_at) VALUES (@TenantId, @Claims, @Completions, @Now)
+        ON DUPLICATE KEY UPDATE claims = claims + VALUES(claims), completions = completions + VALUES(completions),
+                                updated_at = VALUES(updated_at)
+        """;
+
+    public const string AddWorkerCounters = """
+        INSERT INTO workers (name, first_seen_at, last_seen_at, claims, completions, failures)
+        VALUES (@Name, @LastSeen, @LastSeen, @Claims, @Completions, @Failures)
+        ON DUPLICATE KEY UPDATE last_seen_at = GREATEST(last_seen_at, VALUES(last_seen_at)), claims = claims + VALUES(claims),
+                                completions = completions + VALUES(completions), failures = failures + VALUES(failures)
+        """;
+
+    public const string Workers = """
+        SELECT name AS Name, first_seen_at AS FirstSeenAt, last_seen_at AS LastSeenAt, claims AS Claims,
+               completions AS Completions, failures AS Failures
+        FROM workers ORDER BY last_seen_at DESC LIMIT @Limit
+        """;
+
+    /// <summary>Live leases per worker, with the oldest lease's claim time: walks only open jobs' leased items.</summary>
+    public const string LeasesByWorker = """
+        SELECT i.worker AS Worker, COUNT(*) AS Leases, MIN(i.updated_at) AS Since
+        FROM jobs j FORCE INDEX (ix_jobs_state_finished)
+        JOIN items i FORCE INDEX (ix_items_job_state) ON i.job_id = j.id AND i.state = 1 AND i.due_at > @Now
+        WHERE j.state IN (0, 1, 3) AND i.worker IS NOT NULL
+        GROUP BY i.worker
+        """;
+
+    /// <summary>queue_items{tenant,state} from the jobs counters; live leases from the leased-items index of open jobs.</summary>
+    public const string ItemsByTenant = """
+        SELECT t.name AS Tenant,
+               CAST(SUM(j.items_total - j.items_done - j.items_dead - j.items_cancelled) AS SIGNED) AS Active,
+               CAST(SUM(j.items_done) AS SIGNED) AS Done, CAST(SUM(j.items_dead) AS SIGNED) AS Dead,
+               CAST(SUM(j.items_cancelled) AS SIGNED) AS Cancelled
+        FROM jobs j JOIN tenants t ON t.id = j.tenant_id
+        GROUP BY t.name
+        """;
+
+    public const string LeasedByTenant = """
+        SELECT t.name AS Tenant, COUNT(*) AS Leased
+        FROM jobs j FORCE INDEX (ix_jobs_state_finished)
+        JOIN items i FORCE INDEX (ix_items_job_state) ON i.job_id = j.id AND i.state = 1 AND i.due_at > @Now
+        JOIN tenants t ON t.id = j.tenant_id
+        WHERE j.state IN (0, 1, 3)
+        GROUP BY t.name
+        """;
+
+    /// <summary>The one shared poll per process while workers wait: is any unblocked lane claimable now?</summary>
+    public const string AnyLaneAvailable = """
+        SELECT EXISTS (SELECT 1 FROM ordering FORCE INDEX (ix_ordering_any) WHERE blocked = 0 AND available_at <= @Now)
+        """;
+}

@@ -1,0 +1,59 @@
+using System.Collections.Concurrent;
+using System.Net;
+using System.Net.Http.Json;
+using System.Text.Json;
+
+namespace Queue.Tests.Work;
+
+/// <summary>Concurrent claimers never share an item, with and without claim-ahead.</summary>
+public abstract class ClaimRaceTests<TFixture>(TFixture fx) where TFixture : WorkFixture
+{
+    [Fact]
+    public async Task Thirty_two_concurrent_claimers_on_1000_items_claim_each_item_exactly_once()
+    {
+        var (tenant, _) = await fx.NewCustomerAsync();
+        var jobs = new List<long>();
+        for (var j = 0; j < 4; j++)
+        {
+            jobs.Add(await fx.NewJobAsync(tenant.Id, 250, ["race"]));
+        }
+        var claimed = new ConcurrentBag<long>();
+        var tokens = new ConcurrentDictionary<string, byte>();
+        var workers = Enumerable.Range(0, 32).Select(async w =>
+        {
+            using var http = fx.Worker();
+            var empty = 0;
+            while (empty < 3)
+            {
+                // Mixed batch sizes, so grouped transactions and single claims race each other.
+                var items = await WorkFixture.ClaimAsync(http, new { worker = $"w{w}", tasks = new[] { "race" }, max = 1 + (w % 4) });
+                if (items.Length == 0)
+                {
+                    empty++;
+                    continue;
+                }
+                foreach (var i in items)
+                {
+                    claimed.Add(i.GetProperty("id").GetInt64());
+                    Assert.True(tokens.TryAdd(i.GetProperty("leaseToken").GetString()!, 0), "a lease token was issued twice");
+                    Assert.Equal(1, i.GetProperty("attempt").GetInt32());
+                }
+            }
+        });
+        await Task.WhenAll(workers);
+
+        Assert.Equal(1000, claimed.Count);
+        Assert.Equal(1000, claimed.Distinct().Count());
+        Assert.Equal(1000L, await fx.ScalarAsync<long>("SELECT COUNT(*) FROM items WHERE job_id IN @Jobs AND state = 1 AND attempts = 1", new { Jobs = jobs }));
+    }
+}
+
+public sealed class DirectClaimRaceTests(DirectClaimFixture fx) : ClaimRaceTests<DirectClaimFixture>(fx), IClassFixture<DirectClaimFixture>;
+
+public sealed class PrefetchClaimRaceTests(PrefetchFixture fx) : ClaimRaceTests<PrefetchFixture>(fx), IClassFixture<PrefetchFixture>;
+
+/// <summary>Claim-ahead on: up to 64 items per task filter held in memory under a reservation.</summary>
+public sealed class PrefetchFixture : WorkFixture
+{
+    protected override IDictionary<string, string?> Settings => new Dictionary<string, string?> { ["Claims:Prefetch"] = "64" };
+}
