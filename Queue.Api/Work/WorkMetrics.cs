@@ -14,7 +14,7 @@ internal static class WorkMetrics
 
     private static readonly SemaphoreSlim Gate = new(1, 1);
     private static IServiceProvider? source;
-    private static long refreshedAt = long.MinValue;
+    private static long refreshedAt;
     private static int attached;
 
     public static void Attach(IServiceProvider services)
@@ -29,7 +29,7 @@ internal static class WorkMetrics
 
     private static async Task RefreshAsync(CancellationToken ct)
     {
-        if (Environment.TickCount64 - Volatile.Read(ref refreshedAt) < 2000 || Volatile.Read(ref source) is not { } services)
+        if ((Volatile.Read(ref refreshedAt) is var at && at != 0 && Environment.TickCount64 - at < 2000) || Volatile.Read(ref source) is not { } services)
         {
             return;
         }

@@ -156,8 +156,11 @@ public sealed partial class ClaimDispatcher(ClaimEngine engine, MySqlDataSource 
                         g.Stale.Add(b.Item);
                     }
                 }
+                // Claim ahead about as much as the previous flush of this filter was asked for: enough for the next
+                // wave of callers, and nothing for a filter nobody asks for any more.
                 g.Surplus = o.Prefetch == 0 ? 0 : Math.Max(0, Math.Min(o.Prefetch, ks.LastDemand) - ks.Buffer.Count);
                 ks.LastDemand = want;
+                ks.LastFlush = tick;
             }
         }
         var stale = groups.SelectMany(g => g.Stale).ToList();
@@ -326,9 +329,9 @@ public sealed partial class ClaimDispatcher(ClaimEngine engine, MySqlDataSource 
                 {
                     stale.Add(ks.Buffer.Dequeue().Item);
                 }
-                if (ks.Buffer.Count == 0)
+                if (ks.Buffer.Count == 0 && tick - ks.LastFlush >= hold)
                 {
-                    ks.LastDemand = 0;
+                    ks.LastDemand = 0; // idle filter: stop claiming ahead for it
                 }
             }
         }
@@ -361,6 +364,7 @@ public sealed partial class ClaimDispatcher(ClaimEngine engine, MySqlDataSource 
         public readonly Queue<(TakenItem Item, long At)> Buffer = new();
         public int LastDemand;
         public int InFlight;
+        public long LastFlush;
     }
 
     private sealed class Group(string key, List<Waiter> waiters)

@@ -1,0 +1,113 @@
+using System.Net;
+using System.Net.Http.Json;
+using Queue.Api.Infrastructure;
+using Queue.Core.Security;
+
+namespace Queue.Tests.Work;
+
+public sealed class LeaseAndFailureTests(DirectClaimFixture fx) : IClassFixture<DirectClaimFixture>
+{
+    [Fact]
+    public async Task An_expired_lease_is_reclaimed_at_once_with_the_attempt_raised_and_the_expiry_recorded_as_a_failure()
+    {
+        var (tenant, _) = await fx.NewCustomerAsync();
+        await fx.NewJobAsync(tenant.Id, 1, ["expiry"]);
+        using var http = fx.Worker();
+        var first = await WorkFixture.ClaimOneAsync(http, new { tasks = new[] { "expiry" }, lease = 10 });
+        Assert.Empty(await WorkFixture.ClaimAsync(http, new { tasks = new[] { "expiry" } }));
+        var expiredBefore = ApiMetrics.LeasesExpired.Value;
+
+        fx.Clock.Advance(TimeSpan.FromSeconds(10.5));
+        var again = await WorkFixture.ClaimOneAsync(http, new { tasks = new[] { "expiry" } });
+
+        var id = first.GetProperty("id").GetInt64();
+        Assert.Equal(id, again.GetProperty("id").GetInt64());
+        Assert.Equal(1, first.GetProperty("attempt").GetInt32());
+        Assert.Equal(2, again.GetProperty("attempt").GetInt32());
+        Assert.True(ApiMetrics.LeasesExpired.Value >= expiredBefore + 1);
+        Assert.Equal("lease expired", await fx.ScalarAsync<string>("SELECT error FROM item_errors WHERE item_id = @Id AND attempt = 1", new { Id = id }));
+        Assert.Equal("lease expired", (await fx.ItemAsync(id)).LastError);
+    }
+
+    [Fact]
+    public async Task A_lease_that_expires_on_the_last_allowed_attempt_makes_the_item_dead()
+    {
+        var (tenant, _) = await fx.NewCustomerAsync(settings: new TenantSettings(["text"], MaxAttempts: 2));
+        var job = await fx.NewJobAsync(tenant.Id, 1, ["expiry-dead"]);
+        using var http = fx.Worker();
+        var item = await WorkFixture.ClaimOneAsync(http, new { tasks = new[] { "expiry-dead" }, lease = 10 });
+        fx.Clock.Advance(TimeSpan.FromSeconds(11));
+        Assert.Equal(2, (await WorkFixture.ClaimOneAsync(http, new { tasks = new[] { "expiry-dead" }, lease = 10 })).GetProperty("attempt").GetInt32());
+        fx.Clock.Advance(TimeSpan.FromSeconds(11));
+
+        Assert.Empty(await WorkFixture.ClaimAsync(http, new { tasks = new[] { "expiry-dead" } }));
+        var row = await fx.ItemAsync(item.GetProperty("id").GetInt64());
+        Assert.Equal(3, row.State);
+        Assert.Equal(2L, await fx.ScalarAsync<long>("SELECT COUNT(*) FROM item_errors WHERE item_id = @Id", new { Id = row.Id }));
+        Assert.Equal(2L, await fx.ScalarAsync<long>("SELECT state FROM jobs WHERE id = @Id", new { Id = job }));
+        Assert.Equal(1L, await fx.ScalarAsync<long>("SELECT items_dead FROM jobs WHERE id = @Id", new { Id = job }));
+    }
+
+    [Fact]
+    public async Task A_failed_item_backs_off_exponentially_then_goes_dead_after_max_attempts_keeping_every_error()
+    {
+        var (tenant, _) = await fx.NewCustomerAsync(settings: new TenantSettings(["text"], MaxAttempts: 3));
+        var job = await fx.NewJobAsync(tenant.Id, 1, ["backoff"]);
+        using var http = fx.Worker();
+        long id = 0;
+        for (var attempt = 1; attempt <= 3; attempt++)
+        {
+            var item = await WorkFixture.ClaimOneAsync(http, new { tasks = new[] { "backoff" } });
+            id = item.GetProperty("id").GetInt64();
+            Assert.Equal(attempt, item.GetProperty("attempt").GetInt32());
+            var failedAt = fx.Now;
+            var r = await WorkFixture.FinishAsync(http, item, "fail", new { leaseToken = item.GetProperty("leaseToken").GetString(), error = $"boom {attempt}" });
+            Assert.Equal(HttpStatusCode.NoContent, r.StatusCode);
+            if (attempt == 3)
+            {
+                break;
+            }
+            // Due after 2^(attempt-1) s with ±20% jitter: not before 80% of it, certainly by 120%.
+            var backoff = TimeSpan.FromSeconds(Math.Pow(2, attempt - 1));
+            var due = (await fx.ItemAsync(id)).DueAt;
+            Assert.InRange(due, failedAt + (backoff * 0.8) - TimeSpan.FromMilliseconds(1), failedAt + (backoff * 1.2) + TimeSpan.FromMilliseconds(1));
+            fx.Clock.Advance(backoff * 0.79);
+            Assert.Empty(await WorkFixture.ClaimAsync(http, new { tasks = new[] { "backoff" } }));
+            fx.Clock.Advance(backoff * 0.42);
+        }
+        var dead = await fx.ItemAsync(id);
+        Assert.Equal(3, dead.State);
+        Assert.Equal("boom 3", dead.LastError);
+        var errors = await fx.ScalarAsync<string>("SELECT GROUP_CONCAT(CONCAT(attempt, ':', error) ORDER BY id) FROM item_errors WHERE item_id = @Id", new { Id = id });
+        Assert.Equal("1:boom 1,2:boom 2,3:boom 3", errors);
+        fx.Clock.Advance(TimeSpan.FromMinutes(10));
+        Assert.Empty(await WorkFixture.ClaimAsync(http, new { tasks = new[] { "backoff" } }));
+        Assert.Equal(2L, await fx.ScalarAsync<long>("SELECT state FROM jobs WHERE id = @Id", new { Id = job }));
+    }
+
+    [Fact]
+    public async Task Fail_with_retry_false_makes_the_item_dead_at_once()
+    {
+        var (tenant, _) = await fx.NewCustomerAsync();
+        await fx.NewJobAsync(tenant.Id, 2, ["no-retry"]);
+        using var http = fx.Worker();
+        var item = await WorkFixture.ClaimOneAsync(http, new { tasks = new[] { "no-retry" } });
+        var r = await WorkFixture.FinishAsync(http, item, "fail", new { leaseToken = item.GetProperty("leaseToken").GetString(), error = "bad input", retry = false });
+        Assert.Equal(HttpStatusCode.NoContent, r.StatusCode);
+        var row = await fx.ItemAsync(item.GetProperty("id").GetInt64());
+        Assert.Equal(3, row.State);
+        Assert.Equal("bad input", row.LastError);
+        // The other item of the job is still served; the dead one never again.
+        var next = await WorkFixture.ClaimOneAsync(http, new { tasks = new[] { "no-retry" } });
+        Assert.NotEqual(row.Id, next.GetProperty("id").GetInt64());
+    }
+
+    [Fact]
+    public async Task An_error_over_4000_characters_is_a_400_naming_the_field()
+    {
+        using var http = fx.Worker();
+        var r = await http.PostAsJsonAsync("/items/1/fail", new { leaseToken = new string('a', 32), error = new string('x', 4001) });
+        Assert.Equal(HttpStatusCode.BadRequest, r.StatusCode);
+        Assert.Contains("\"error\"", await r.Content.ReadAsStringAsync(), StringComparison.Ordinal);
+    }
+}
