@@ -22,7 +22,7 @@ public sealed class JobOptions
 }
 
 /// <summary>Creating jobs, adding documents (streamed), closing and cancelling. Every call checks the tenant.</summary>
-public sealed class JobService(MySqlDataSource db, TimeProvider clock, OrderingLanes lanes, TenantCache tenants, IOptions<JobOptions> options) : IDisposable
+public sealed class JobService(MySqlDataSource db, TimeProvider clock, OrderingLanes lanes, TenantCache tenants, IOptions<JobOptions> options, Claims.WorkSignal work) : IDisposable
 {
     /// <summary>Documents up to this size are read into a pooled buffer and stored in one round trip with their items.</summary>
     public const int ProbeBytes = 256 * 1024;
@@ -77,6 +77,10 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, OrderingL
             }
             IReadOnlyList<CreatedDocument> created = job.Documents.Count == 0 ? [] : await CreatedAsync(conn, tx, jobId, ct);
             await tx.CommitAsync(ct);
+            if (items > 0)
+            {
+                work.Notify(); // wake this process's long-polling workers at once (issue 5)
+            }
             return (jobId, created);
         }, ct);
     }
@@ -128,6 +132,7 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, OrderingL
         }
         await lanes.PlaceAsync(conn, tx, jobId, tasks, ct);
         await tx.CommitAsync(ct);
+        work.Notify(); // wake this process's long-polling workers at once (issue 5)
         return (Outcome.Ok, new UploadResult(created, items));
     }
 

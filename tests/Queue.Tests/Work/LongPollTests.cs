@@ -29,6 +29,31 @@ public sealed class LongPollTests(LongPollFixture fx) : IClassFixture<LongPollFi
     }
 
     [Fact]
+    public async Task A_waiting_worker_is_woken_within_100_ms_of_a_post_jobs_upload()
+    {
+        var (_, key) = await fx.NewCustomerAsync();
+        using var http = fx.Worker();
+        using var customer = fx.Api.CreateClient();
+        customer.DefaultRequestHeaders.Authorization = new System.Net.Http.Headers.AuthenticationHeaderValue("Bearer", key);
+        var poll = http.PostAsJsonAsync("/next", new { tasks = new[] { "poll-upload" }, wait = 20 });
+        await Task.Delay(500);
+        Assert.False(poll.IsCompleted);
+
+        using var created = await customer.PostAsJsonAsync("/jobs", new
+        {
+            name = "wake",
+            tasks = new[] { "poll-upload" },
+            documents = new[] { new { name = "a.txt", contentType = "text/plain", content = Convert.ToBase64String("hi"u8) } },
+        });
+        Assert.Equal(HttpStatusCode.Created, created.StatusCode);
+        var answered = Stopwatch.GetTimestamp();
+        using var r = await poll;
+        var woke = Stopwatch.GetElapsedTime(answered);
+        Assert.Equal(HttpStatusCode.OK, r.StatusCode);
+        Assert.True(woke < TimeSpan.FromMilliseconds(100), $"woke {woke.TotalMilliseconds:F0} ms after the upload was acknowledged");
+    }
+
+    [Fact]
     public async Task A_long_poll_with_max_above_one_answers_as_soon_as_one_item_is_there()
     {
         var (tenant, _) = await fx.NewCustomerAsync();
