@@ -9,6 +9,7 @@ public static class BenchMain
     private static readonly Dictionary<string, Func<string[], Task<int>>> Scenarios = new(StringComparer.Ordinal)
     {
         // Each area registers its scenarios here: ["ingest"] = IngestBench.RunAsync, ...
+        ["claim"] = ClaimBench.RunAsync,
     };
 
     public static async Task<int> RunAsync(string[] args)

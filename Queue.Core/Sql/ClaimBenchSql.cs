@@ -1,0 +1,35 @@
+namespace Queue.Core.Sql;
+
+/// <summary>
+/// Set-based seeding for the claim benchmark (Queue.Bench ClaimBench): millions of items in seconds through MariaDB's
+/// sequence engine, shaped exactly like uploaded work (closed jobs, one document per job, items, one lane per job).
+/// </summary>
+public static class ClaimBenchSql
+{
+    public const string SeedJobs = """
+        INSERT INTO jobs (tenant_id, name, state, tasks, documents, items_total, created_at, closed_at, updated_at)
+        SELECT @TenantId, CONCAT(@Task, '-', seq), 1, @Task, 1, @PerJob, @Now, @Now, @Now FROM seq_1_to_1000000 WHERE seq <= @Jobs
+        """;
+
+    public const string JobRange = "SELECT MIN(id) AS First, MAX(id) AS Last FROM jobs WHERE tasks = @Task";
+
+    public const string SeedDocuments = """
+        INSERT INTO documents (job_id, tenant_id, name, content_type, size, sha256, created_at)
+        SELECT id, tenant_id, 'bench.bin', 'application/octet-stream', 0, UNHEX(SHA2('', 256)), @Now
+        FROM jobs WHERE id BETWEEN @First AND @Last
+        """;
+
+    /// <summary>The items of a range of jobs, in id order per job as an upload would create them.</summary>
+    public const string SeedItems = """
+        INSERT INTO items (job_id, document_id, task, state, due_at, created_at, updated_at)
+        SELECT d.job_id, d.id, @Task, 0, @Now, @Now, @Now
+        FROM documents d JOIN seq_1_to_1000000 s ON s.seq <= @PerJob
+        WHERE d.job_id BETWEEN @First AND @Last
+        ORDER BY d.job_id, s.seq
+        """;
+
+    public const string SeedLanes = """
+        INSERT INTO ordering (job_id, task, tenant_id, value, mode, blocked, available_at, updated_at)
+        SELECT id, @Task, tenant_id, items_total, 'smallest', 0, @Now, @Now FROM jobs WHERE id BETWEEN @First AND @Last
+        """;
+}
