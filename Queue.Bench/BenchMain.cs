@@ -10,6 +10,7 @@ public static class BenchMain
     {
         // Each area registers its scenarios here: ["ingest"] = IngestBench.RunAsync, ...
         ["claim"] = ClaimBench.RunAsync,
+        ["admin"] = AdminBench.RunAsync,
     };
 
     public static async Task<int> RunAsync(string[] args)

@@ -166,10 +166,13 @@ public sealed class ItemError
     public DateTime At { get; init; }
 }
 
+/// <param name="Position">1-based; when <paramref name="PositionIsLowerBound"/> the job is at least that far down
+/// (counting stops at <see cref="AdminQueries.PositionCap"/>).</param>
 public sealed record JobDetail(
     AdminJob Job,
     long LiveLeases,
     int? Position,
+    bool PositionIsLowerBound,
     IReadOnlyList<LaneInfo> Lanes,
     OverrideInfo? Override,
     IReadOnlyList<OverrideInfo> OverrideHistory,
@@ -210,9 +213,11 @@ public sealed class TenantDepth
 {
     public long TenantId { get; init; }
 
-    public string TenantName { get; init; } = "";
+    public string TenantName { get; set; } = "";
 
     public long UnfinishedJobs { get; init; }
+
+    public long JobsWithWork { get; init; }
 
     public long Active { get; init; }
 

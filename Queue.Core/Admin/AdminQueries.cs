@@ -12,6 +12,9 @@ public sealed class AdminQueries(MySqlDataSource db, OrderingCalendar calendar, 
 {
     public const int MaxPageSize = 200;
 
+    /// <summary>How many jobs ahead the job page counts before it says "more than": counting is linear in the position.</summary>
+    public const int PositionCap = 10_000;
+
     /// <summary>
     /// One page of the ordering as the next claim walks it: jobs by (value, job_id), unblocked first. Positions count
     /// only unblocked jobs that have a lane claimable now, so they match what CONTRACT.md calls <c>position</c>.
@@ -110,11 +113,13 @@ public sealed class AdminQueries(MySqlDataSource db, OrderingCalendar calendar, 
         var leases = await conn.ExecuteScalarAsync<long>(new CommandDefinition(AdminSql.LiveLeasesOfJob, new { JobId = jobId, Now = now }, cancellationToken: ct));
         var laneList = (await conn.QueryAsync<LaneInfo>(new CommandDefinition(AdminSql.LanesOfJob, new { JobId = jobId }, cancellationToken: ct))).AsList();
         int? position = null;
+        var lowerBound = false;
         if (laneList.Count > 0 && !laneList[0].Blocked && laneList.Min(l => l.AvailableAt) <= now)
         {
             var ahead = await conn.ExecuteScalarAsync<long>(new CommandDefinition(AdminSql.JobsAhead,
-                new { laneList[0].Value, JobId = jobId, Now = now }, cancellationToken: ct));
+                new { laneList[0].Value, JobId = jobId, Now = now, Cap = PositionCap }, cancellationToken: ct));
             position = (int)ahead + 1;
+            lowerBound = ahead >= PositionCap;
         }
         var history = (await conn.QueryAsync<OverrideInfo>(new CommandDefinition(AdminSql.OverridesOfJob, new { JobId = jobId }, cancellationToken: ct))).AsList();
         var current = history.FirstOrDefault(o => o.Active);
@@ -137,7 +142,7 @@ public sealed class AdminQueries(MySqlDataSource db, OrderingCalendar calendar, 
         }
         var audit = (await conn.QueryAsync<AuditEntry>(new CommandDefinition(AdminSql.AuditPageForJob,
             new { JobId = jobId, Before = long.MaxValue, Limit = 20 }, cancellationToken: ct))).AsList();
-        return new JobDetail(job, leases, position, laneList, current, history, dead, nextDead, audit);
+        return new JobDetail(job, leases, position, lowerBound, laneList, current, history, dead, nextDead, audit);
     }
 
     public async Task<AuditPage> AuditAsync(long? jobId, long before, int limit, CancellationToken ct)
@@ -162,12 +167,18 @@ public sealed class AdminQueries(MySqlDataSource db, OrderingCalendar calendar, 
         var period = calendar.At(nowOffset);
         await using var conn = await db.OpenConnectionAsync(ct);
         var rewrite = await conn.QuerySingleOrDefaultAsync<RewriteInfo>(new CommandDefinition(AdminSql.LastRewrite, cancellationToken: ct));
-        var depth = (await conn.QueryAsync<TenantDepth>(new CommandDefinition(AdminSql.DepthByTenant, cancellationToken: ct))).AsList();
-        var leased = (await conn.QueryAsync<(long TenantId, long Leased)>(new CommandDefinition(AdminSql.LiveLeasesByTenant, new { Now = now }, cancellationToken: ct)))
-            .ToDictionary(x => x.TenantId, x => x.Leased);
-        foreach (var d in depth)
+        var names = (await conn.QueryAsync<(long Id, string Name)>(new CommandDefinition(AdminSql.TenantNames, cancellationToken: ct)))
+            .ToDictionary(t => t.Id, t => t.Name);
+        var depth = (await conn.QueryAsync<TenantDepth>(new CommandDefinition(AdminSql.DepthByTenant, cancellationToken: ct))).ToDictionary(d => d.TenantId);
+        var holders = await LeaseRowsAsync(conn, now, ct);
+        foreach (var tenantId in names.Keys.Where(k => !depth.ContainsKey(k)))
         {
-            d.Leased = leased.GetValueOrDefault(d.TenantId);
+            depth[tenantId] = new TenantDepth { TenantId = tenantId }; // a tenant without jobs still gets its row
+        }
+        foreach (var d in depth.Values)
+        {
+            d.TenantName = names.GetValueOrDefault(d.TenantId, $"#{d.TenantId}");
+            d.Leased = holders.Where(h => h.TenantId == d.TenantId).Sum(h => h.Live);
         }
         var throughput = (await conn.QueryAsync<ThroughputPoint>(new CommandDefinition(AdminSql.ThroughputSince,
             new { Since = now.AddHours(-24) }, cancellationToken: ct))).AsList();
@@ -177,20 +188,37 @@ public sealed class AdminQueries(MySqlDataSource db, OrderingCalendar calendar, 
         {
             oldest = await conn.QuerySingleOrDefaultAsync<AdminJob>(new CommandDefinition(AdminSql.JobById, new { JobId = id }, cancellationToken: ct));
         }
-        var queued = await conn.ExecuteScalarAsync<long>(new CommandDefinition(AdminSql.QueuedJobCount, cancellationToken: ct));
-        var workers = await LeaseHoldersAsync(conn, now, ct);
+        var queued = depth.Values.Sum(d => d.JobsWithWork);
+        var workers = ByWorker(holders);
         var nextMode = period.NextMode == OrderingMode.Smallest ? "smallest" : "oldest";
-        return new Dashboard(nowOffset, period.ModeName, period.Start, period.End, nextMode, rewrite, depth, throughput, oldest, queued, workers);
+        return new Dashboard(nowOffset, period.ModeName, period.Start, period.End, nextMode, rewrite,
+            depth.Values.OrderBy(d => d.TenantName, StringComparer.Ordinal).ToList(), throughput, oldest, queued, workers);
     }
 
     public async Task<IReadOnlyList<LeaseHolder>> WorkersAsync(CancellationToken ct)
     {
         await using var conn = await db.OpenConnectionAsync(ct);
-        return await LeaseHoldersAsync(conn, clock.GetUtcNow().UtcDateTime, ct);
+        return ByWorker(await LeaseRowsAsync(conn, clock.GetUtcNow().UtcDateTime, ct));
     }
 
-    private static async Task<IReadOnlyList<LeaseHolder>> LeaseHoldersAsync(MySqlConnection conn, DateTime now, CancellationToken ct) =>
-        (await conn.QueryAsync<LeaseHolder>(new CommandDefinition(AdminSql.LeaseHolders, new { Now = now }, cancellationToken: ct))).AsList();
+    private static async Task<List<LeaseRow>> LeaseRowsAsync(MySqlConnection conn, DateTime now, CancellationToken ct) =>
+        (await conn.QueryAsync<LeaseRow>(new CommandDefinition(AdminSql.LeaseHolders, new { Now = now }, cancellationToken: ct))).AsList();
+
+    /// <summary>The query groups by tenant and worker; a worker serves every tenant, so fold the tenants together.</summary>
+    private static List<LeaseHolder> ByWorker(List<LeaseRow> rows) =>
+        rows.GroupBy(r => r.Worker, StringComparer.Ordinal)
+            .Select(g => new LeaseHolder
+            {
+                Worker = g.Key,
+                Live = g.Sum(r => r.Live),
+                Expired = g.Sum(r => r.Expired),
+                Jobs = g.Sum(r => r.Jobs), // a job belongs to one tenant, so per-tenant job counts add up
+                Since = g.Min(r => r.Since),
+                LastSeen = g.Max(r => r.LastSeen),
+                NextExpiry = g.Min(r => r.NextExpiry),
+            })
+            .OrderByDescending(h => h.Live).ThenBy(h => h.Worker, StringComparer.Ordinal)
+            .ToList();
 
     private static async Task<Dictionary<long, AdminJob>> JobsAsync(MySqlConnection conn, long[] ids, CancellationToken ct) =>
         ids.Length == 0 ? [] :
@@ -208,6 +236,25 @@ public sealed class AdminQueries(MySqlDataSource db, OrderingCalendar calendar, 
             result.TryAdd(o.JobId, o); // newest first
         }
         return result;
+    }
+
+    private sealed class LeaseRow
+    {
+        public long TenantId { get; init; }
+
+        public string Worker { get; init; } = "";
+
+        public long Live { get; init; }
+
+        public long Expired { get; init; }
+
+        public long Jobs { get; init; }
+
+        public DateTime Since { get; init; }
+
+        public DateTime LastSeen { get; init; }
+
+        public DateTime? NextExpiry { get; init; }
     }
 
     private sealed class LaneGroup

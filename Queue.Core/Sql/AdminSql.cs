@@ -105,8 +105,9 @@ public static class AdminSql
         """;
 
     /// <summary>
-    /// 1-based position as the next unfiltered claim sees it: unblocked jobs with a lane that may be claimable now,
-    /// ahead of (value, job_id). Index-only on <c>ix_ordering_any</c>.
+    /// Jobs ahead of (value, job_id) for the next unfiltered claim: unblocked jobs with a lane that may be claimable now.
+    /// Index-only on <c>ix_ordering_any</c>, and it stops after @Cap jobs: counting is linear in the position, so a
+    /// job deep in a 100k queue shows "more than @Cap" instead of costing a scan of the whole index.
     /// </summary>
     public const string JobsAhead = """
         SELECT COUNT(*) FROM (
@@ -114,6 +115,7 @@ public static class AdminSql
           WHERE blocked = 0 AND (value < @Value OR (value = @Value AND job_id < @JobId))
           GROUP BY value, job_id
           HAVING MIN(available_at) <= @Now
+          LIMIT @Cap
         ) ahead
         """;
 
@@ -242,26 +244,23 @@ public static class AdminSql
 
     // ---- Dashboard -----------------------------------------------------------------------------------------------
 
-    /// <summary>Depth per tenant from the jobs counters (no item scan).</summary>
+    /// <summary>
+    /// Depth per tenant from the jobs counters (no item scan): one sequential pass over jobs, tenant names joined in
+    /// memory. JobsWithWork counts the jobs that have lanes in the ordering (active items, not cancelled).
+    /// </summary>
     public const string DepthByTenant = """
-        SELECT t.id AS TenantId, t.name AS TenantName,
-               CAST(COALESCE(SUM(j.state IN (0, 1)), 0) AS SIGNED) AS UnfinishedJobs,
-               CAST(COALESCE(SUM(j.items_total - j.items_done - j.items_dead - j.items_cancelled), 0) AS SIGNED) AS Active,
-               CAST(COALESCE(SUM(j.items_done), 0) AS SIGNED) AS Done,
-               CAST(COALESCE(SUM(j.items_dead), 0) AS SIGNED) AS Dead,
-               CAST(COALESCE(SUM(j.items_cancelled), 0) AS SIGNED) AS Cancelled
-        FROM tenants t LEFT JOIN jobs j ON j.tenant_id = t.id
-        GROUP BY t.id, t.name
-        ORDER BY t.name
+        SELECT tenant_id AS TenantId,
+               CAST(SUM(state IN (0, 1)) AS SIGNED) AS UnfinishedJobs,
+               CAST(SUM(state <> 3 AND items_total > items_done + items_dead + items_cancelled) AS SIGNED) AS JobsWithWork,
+               CAST(SUM(items_total - items_done - items_dead - items_cancelled) AS SIGNED) AS Active,
+               CAST(SUM(items_done) AS SIGNED) AS Done,
+               CAST(SUM(items_dead) AS SIGNED) AS Dead,
+               CAST(SUM(items_cancelled) AS SIGNED) AS Cancelled
+        FROM jobs IGNORE INDEX (ix_jobs_tenant, ix_jobs_tenant_state)
+        GROUP BY tenant_id
         """;
 
-    /// <summary>Live leases per tenant: only jobs with active items are probed, each through ix_items_job_state.</summary>
-    public const string LiveLeasesByTenant = """
-        SELECT j.tenant_id AS TenantId, COUNT(*) AS Leased
-        FROM jobs j JOIN items i ON i.job_id = j.id AND i.state = 1 AND i.due_at > @Now
-        WHERE j.items_total > j.items_done + j.items_dead + j.items_cancelled
-        GROUP BY j.tenant_id
-        """;
+    public const string TenantNames = "SELECT id AS Id, name AS Name FROM tenants";
 
     /// <summary>Claims and completions per minute, all tenants together, from the Scheduler's minute snapshots.</summary>
     public const string ThroughputSince = """
@@ -283,26 +282,25 @@ public static class AdminSql
         FROM rewrite_log ORDER BY id DESC LIMIT 1
         """;
 
-    public const string QueuedJobCount = "SELECT COUNT(DISTINCT job_id) FROM ordering";
-
     // ---- Workers -------------------------------------------------------------------------------------------------
 
     /// <summary>
-    /// Who holds leases: items in state 1 grouped by worker. Only jobs with active items are probed, each through
-    /// ix_items_job_state, so finished history costs nothing. Expired leases are shown apart: a claim reclaims them.
+    /// Who holds leases: items in state 1 grouped by tenant and worker, so one pass serves both the dashboard's leased
+    /// column and the workers list. Only jobs with active items are probed, each through ix_items_job_state, so
+    /// finished history costs nothing. Expired leases are counted apart: the next claim reclaims them.
     /// </summary>
     public const string LeaseHolders = """
-        SELECT COALESCE(i.worker, '') AS Worker,
+        SELECT j.tenant_id AS TenantId,
+               COALESCE(i.worker, '') AS Worker,
                CAST(SUM(i.due_at > @Now) AS SIGNED) AS Live,
                CAST(SUM(i.due_at <= @Now) AS SIGNED) AS Expired,
                COUNT(DISTINCT i.job_id) AS Jobs,
                MIN(i.updated_at) AS Since,
                MAX(i.updated_at) AS LastSeen,
                MIN(CASE WHEN i.due_at > @Now THEN i.due_at END) AS NextExpiry
-        FROM jobs j JOIN items i ON i.job_id = j.id AND i.state = 1
+        FROM jobs j JOIN items i FORCE INDEX (ix_items_job_state) ON i.job_id = j.id AND i.state = 1
         WHERE j.items_total > j.items_done + j.items_dead + j.items_cancelled
-        GROUP BY COALESCE(i.worker, '')
-        ORDER BY Live DESC, Worker
+        GROUP BY j.tenant_id, COALESCE(i.worker, '')
         """;
 
     /// <summary>Worker and customer keys, all of them, for the keys pages.</summary>
@@ -311,4 +309,79 @@ public static class AdminSql
                created_at AS CreatedAt, revoked_at AS RevokedAt
         FROM api_keys WHERE id = @Id
         """;
+}
+
+/// <summary>
+/// Bulk seeding for the <c>admin</c> benchmark: 100k jobs with lanes, items, leases, dead items and overrides in a
+/// few statements. MariaDB only (the SEQUENCE engine's <c>seq_1_to_N</c> tables), like the benchmark's private server.
+/// </summary>
+public static class AdminBenchSql
+{
+    public const string Tenants = """
+        INSERT INTO tenants (name, default_tasks, created_at, updated_at)
+        SELECT CONCAT('bench-', seq), 'text,thumbnail', @Now, @Now FROM seq_1_to_20
+        """;
+
+    /// <summary>Sizes vary from 2 to 2,000 items so smallest-first spreads the values; ages are a second apart.</summary>
+    public const string Jobs = """
+        INSERT INTO jobs (tenant_id, name, state, tasks, documents, items_total, created_at, closed_at, updated_at)
+        SELECT t.min_id + seq % 20, CONCAT('bench-job-', seq), 1, 'text,thumbnail', 1 + (seq * 7919) % 1000, 2 * (1 + (seq * 7919) % 1000),
+               @Now - INTERVAL (@Jobs + 1 - seq) SECOND, @Now, @Now
+        FROM seq_1_to_100000 CROSS JOIN (SELECT MIN(id) AS min_id FROM tenants) t
+        WHERE seq <= @Jobs
+        """;
+
+    /// <summary>Two items per job and task are enough for the per-job index probes the pages make.</summary>
+    public const string Items = """
+        INSERT INTO items (job_id, document_id, task, state, due_at, created_at, updated_at)
+        SELECT j.id, 0, k.task, 0, @Now, @Now, @Now
+        FROM jobs j CROSS JOIN (SELECT 'text' AS task UNION ALL SELECT 'thumbnail') k CROSS JOIN seq_1_to_2
+        """;
+
+    /// <summary>One job in a hundred has two leased items, spread over 50 workers; one in two hundred a dead one.</summary>
+    public const string Leases = """
+        UPDATE items SET state = 1, attempts = 1, due_at = @Now + INTERVAL 5 MINUTE, lease_expires_at = @Now + INTERVAL 5 MINUTE,
+               worker = CONCAT('worker-', job_id % 50)
+        WHERE job_id % 100 = 0 AND task = 'text'
+        """;
+
+    public const string Dead = """
+        UPDATE items SET state = 3, attempts = 5, last_error = 'bench: failed five times'
+        WHERE job_id % 200 = 1 AND task = 'thumbnail' AND state = 0
+        """;
+
+    public const string DeadCounters = """
+        UPDATE jobs j JOIN (SELECT job_id, COUNT(*) AS n FROM items WHERE state = 3 GROUP BY job_id) d ON d.job_id = j.id
+        SET j.items_dead = d.n
+        """;
+
+    /// <summary>Smallest-first values from the counters; one job in a thousand blocked.</summary>
+    public const string Lanes = """
+        INSERT INTO ordering (job_id, task, tenant_id, value, mode, blocked, available_at, updated_at)
+        SELECT j.id, k.task, j.tenant_id, j.items_total - j.items_dead, 'smallest', IF(j.id % 1000 = 0, 1, 0), @Now, @Now
+        FROM jobs j CROSS JOIN (SELECT 'text' AS task UNION ALL SELECT 'thumbnail') k
+        """;
+
+    public const string Overrides = """
+        INSERT INTO overrides (job_id, priority, active, reason, technician_id, expires_at, created_at, updated_at)
+        SELECT id, -id, 1, 'bench escalation', 1, @Now + INTERVAL 1 DAY, @Now, @Now FROM jobs WHERE id % 1000 = 500
+        """;
+
+    public const string OverrideLanes = """
+        UPDATE ordering o JOIN overrides v ON v.job_id = o.job_id AND v.active = 1 SET o.value = v.priority, o.mode = 'override'
+        """;
+
+    public const string Snapshots = """
+        INSERT INTO snapshots (at, tenant_id, ready, leased, done, dead, cancelled, claims, completions)
+        SELECT @Minute - INTERVAL s.seq MINUTE, t.id, 1000, 10, 500, 1, 0, 100 + s.seq % 60, 95 + s.seq % 55
+        FROM seq_1_to_1440 s CROSS JOIN tenants t
+        """;
+
+    public const string RandomJobs = "SELECT id FROM jobs ORDER BY RAND() LIMIT @Count";
+
+    public const string LastJobs = """
+        SELECT value, job_id FROM ordering WHERE blocked = 0 GROUP BY value, job_id ORDER BY value DESC, job_id DESC LIMIT @Count
+        """;
+
+    public const string Analyze = "ANALYZE TABLE jobs, items, ordering, overrides, snapshots";
 }

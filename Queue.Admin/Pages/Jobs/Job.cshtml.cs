@@ -45,13 +45,10 @@ public sealed class JobModel(AdminQueries queries, JobActions actions, TimeProvi
     public async Task<IActionResult> OnPostOverrideAsync(long id, string? priority, string? reason, string? expiresInHours, CancellationToken ct)
     {
         (ActiveForm, Priority, Reason, ExpiresInHours) = ("override", priority, reason, string.IsNullOrWhiteSpace(expiresInHours) ? "24" : expiresInHours.Trim());
-        if (!await LoadAsync(id, 0, ct))
-        {
-            return NotFound();
-        }
         if (!long.TryParse(priority?.Trim(), NumberStyles.AllowLeadingSign, CultureInfo.InvariantCulture, out var value))
         {
-            var hint = LowestValue is { } low ? $" The lowest value in the queue is {low}, so {low - 1} puts this job first." : "";
+            var low = await queries.LowestValueAsync(ct);
+            var hint = low is { } l ? $" The lowest value in the queue is {l}, so {l - 1} puts this job first." : "";
             ModelState.AddModelError("priority", "Enter the priority as a whole number; lower values are served first." + hint);
         }
         if (!double.TryParse(ExpiresInHours, NumberStyles.Float, CultureInfo.InvariantCulture, out var hours) || hours is < 0.1 or > 720 || double.IsNaN(hours))
@@ -64,7 +61,7 @@ public sealed class JobModel(AdminQueries queries, JobActions actions, TimeProvi
         }
         if (!ModelState.IsValid)
         {
-            return Page();
+            return await PageAsync(id, ct);
         }
         var expires = clock.GetUtcNow().UtcDateTime.AddHours(hours);
         return await RunAsync(id, () => actions.SetOverrideAsync(id, Format.ActorOf(User), value, reason, expires, ct), ct);
@@ -85,14 +82,10 @@ public sealed class JobModel(AdminQueries queries, JobActions actions, TimeProvi
     public async Task<IActionResult> OnPostUnblockAsync(long id, string? reason, CancellationToken ct)
     {
         (ActiveForm, Reason) = ("unblock", reason);
-        if (!await LoadAsync(id, 0, ct))
-        {
-            return NotFound();
-        }
         if (JobActions.ReasonError(reason) is { } r)
         {
             ModelState.AddModelError("reason", r);
-            return Page();
+            return await PageAsync(id, ct);
         }
         return await RunAsync(id, () => actions.SetBlockedAsync(id, Format.ActorOf(User), blocked: false, reason, ct), ct);
     }
@@ -119,14 +112,10 @@ public sealed class JobModel(AdminQueries queries, JobActions actions, TimeProvi
         Confirmation confirmation, Func<Task<ActionOutcome>> action, CancellationToken ct)
     {
         (ActiveForm, Reason, ItemId) = (form, reason, itemId);
-        if (!await LoadAsync(id, 0, ct))
-        {
-            return NotFound();
-        }
         if (JobActions.ReasonError(reason) is { } r)
         {
             ModelState.AddModelError("reason", r);
-            return Page();
+            return await PageAsync(id, ct);
         }
         if (!confirmed)
         {
@@ -135,7 +124,7 @@ public sealed class JobModel(AdminQueries queries, JobActions actions, TimeProvi
                 Description = confirmation.Description + $" Reason: \u201c{reason!.Trim()}\u201d.",
                 Fields = [.. confirmation.Fields, ("reason", reason.Trim())],
             };
-            return Page();
+            return await PageAsync(id, ct);
         }
         return await RunAsync(id, action, ct);
     }
@@ -153,7 +142,7 @@ public sealed class JobModel(AdminQueries queries, JobActions actions, TimeProvi
             {
                 ModelState.AddModelError(field == "expiresAt" ? "expiresInHours" : field, messages[0]);
             }
-            return Page();
+            return await PageAsync(id, ct);
         }
         switch (outcome.Status)
         {
@@ -161,13 +150,15 @@ public sealed class JobModel(AdminQueries queries, JobActions actions, TimeProvi
                 return NotFound();
             case ActionStatus.Rejected:
                 Refusal = outcome.Message;
-                await LoadAsync(id, 0, ct);
-                return Page();
+                return await PageAsync(id, ct);
             default:
                 TempData["Message"] = outcome.Message;
                 return RedirectToPage("/Jobs/Job", new { id });
         }
     }
+
+    /// <summary>Re-renders the page after a POST that did not go through (validation, confirmation, refusal).</summary>
+    private async Task<IActionResult> PageAsync(long id, CancellationToken ct) => await LoadAsync(id, 0, ct) ? Page() : NotFound();
 
     private async Task<bool> LoadAsync(long id, long deadAfter, CancellationToken ct)
     {
