@@ -1,4 +1,5 @@
 using System.Globalization;
+using Queue.Core.Jobs;
 
 namespace Queue.Core.Admin;
 
@@ -41,23 +42,6 @@ public sealed class AdminJob
     public string StateName => JobStates.Name(State);
 
     public bool IsFinished => State is JobStates.Done or JobStates.Cancelled;
-}
-
-public static class JobStates
-{
-    public const int Open = 0;
-    public const int Closed = 1;
-    public const int Done = 2;
-    public const int Cancelled = 3;
-
-    public static string Name(int state) => state switch
-    {
-        Open => "open",
-        Closed => "closed",
-        Done => "done",
-        Cancelled => "cancelled",
-        _ => state.ToString(CultureInfo.InvariantCulture),
-    };
 }
 
 public sealed class OverrideInfo

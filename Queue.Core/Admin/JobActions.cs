@@ -1,6 +1,7 @@
 using Dapper;
 using MySqlConnector;
 using Queue.Core.Data;
+using Queue.Core.Jobs;
 using Queue.Core.Ordering;
 using Queue.Core.Sql;
 
@@ -177,8 +178,10 @@ public sealed class JobActions(MySqlDataSource db, OrderingLanes lanes, TimeProv
                 return new ActionOutcome(ActionStatus.Unchanged, $"The job is already {JobStates.Name(job.State)}.");
             }
             var before = await SnapshotAsync(conn, tx, job, c);
-            var count = await conn.ExecuteAsync(new CommandDefinition(AdminSql.CancelItems, new { JobId = jobId, Now = now }, tx, cancellationToken: c));
-            await conn.ExecuteAsync(new CommandDefinition(AdminSql.CancelJob, new { JobId = jobId, Count = count, Now = now }, tx, cancellationToken: c));
+            // The customer DELETE's own statements (JobSql), inside this transaction so the audit row commits with them.
+            await conn.ExecuteAsync(new CommandDefinition(JobSql.CancelJob, new { JobId = jobId, job.TenantId, Now = now }, tx, cancellationToken: c));
+            var count = await conn.ExecuteAsync(new CommandDefinition(JobSql.CancelReadyItems, new { JobId = jobId, Now = now }, tx, cancellationToken: c));
+            await conn.ExecuteAsync(new CommandDefinition(JobSql.AddCancelled, new { JobId = jobId, Count = count, Now = now }, tx, cancellationToken: c));
             await OrderingLanes.RemoveJobAsync(conn, tx, jobId, c);
             var fresh = await LockJobAsync(conn, tx, jobId, c);
             var after = await SnapshotAsync(conn, tx, fresh!, c) with { ItemsChanged = count };

@@ -201,21 +201,6 @@ public static class AdminSql
         WHERE id = @JobId
         """;
 
-    /// <summary>
-    /// Ready items, and leases that have already expired (CONTRACT.md counts them as ready), become cancelled. Live
-    /// leases may still complete.
-    /// </summary>
-    public const string CancelItems = """
-        UPDATE items SET state = 4, lease_token = NULL, updated_at = @Now
-        WHERE job_id = @JobId AND (state = 0 OR (state = 1 AND due_at <= @Now))
-        """;
-
-    public const string CancelJob = """
-        UPDATE jobs
-        SET items_cancelled = items_cancelled + @Count, state = 3, finished_at = @Now, updated_at = @Now
-        WHERE id = @JobId
-        """;
-
     // ---- Audit ---------------------------------------------------------------------------------------------------
 
     public const string InsertAudit = """

@@ -25,19 +25,23 @@ public sealed class AdminEndToEndTests(DatabaseFixture fx) : IClassFixture<Datab
         const string password = "night shift password";
         var login = "night-" + Guid.NewGuid().ToString("N")[..6];
         await fx.Technicians.CreateAsync(login, password, default);
-        var (tenant, _) = await fx.NewCustomerAsync(settings: new TenantSettings(["text"]));
+        var (_, customerKey) = await fx.NewCustomerAsync(settings: new TenantSettings(["text"]));
         var workerKey = await fx.NewWorkerKeyAsync();
-        var seed = new AdminSeed(fx.DataSource);
-        for (var i = 0; i < 6; i++)
-        {
-            await seed.JobAsync(tenant.Id, $"small-{i}", 2, "text");
-        }
-        // Biggest and newest: last in both smallest-first and oldest-first.
-        var big = await seed.JobAsync(tenant.Id, "big-invoices", 60, "text");
 
         await using var admin = ServiceProcess.Start("Queue.Admin", fx.ConnectionString);
         await using var api = ServiceProcess.Start("Queue.Api", fx.ConnectionString);
         await Task.WhenAll(admin.WaitHealthyAsync(seconds: 120), api.WaitHealthyAsync(seconds: 120));
+
+        // The customer submits through the real API: six small jobs, then a big one, which is last in both modes
+        // (most items for smallest-first, newest for oldest-first).
+        using var customer = new HttpClient { BaseAddress = new Uri(api.Url), Timeout = TimeSpan.FromSeconds(60) };
+        customer.DefaultRequestHeaders.Authorization = new AuthenticationHeaderValue("Bearer", customerKey);
+        for (var i = 0; i < 6; i++)
+        {
+            await SubmitAsync(customer, $"small-{i}", 2);
+        }
+        var big = await SubmitAsync(customer, "big-invoices", 60);
+        var seed = new AdminSeed(fx.DataSource);
 
         using var pw = await Playwright.CreateAsync();
         await using var browser = await pw.Chromium.LaunchAsync(new BrowserTypeLaunchOptions
@@ -101,6 +105,21 @@ public sealed class AdminEndToEndTests(DatabaseFixture fx) : IClassFixture<Datab
         await page.ScreenshotAsync(new PageScreenshotOptions { Path = Path.Combine(shots, "5-workers-after-claim.png"), FullPage = true });
         await page.GotoAsync(admin.Url + "/");
         await page.ScreenshotAsync(new PageScreenshotOptions { Path = Path.Combine(shots, "6-dashboard.png"), FullPage = true });
+    }
+
+    private static async Task<long> SubmitAsync(HttpClient customer, string name, int documents)
+    {
+        var docs = Enumerable.Range(0, documents).Select(d => new
+        {
+            name = $"{name}-{d}.txt",
+            contentType = "text/plain",
+            content = Convert.ToBase64String(System.Text.Encoding.UTF8.GetBytes($"page {d} of {name}")),
+        }).ToArray();
+        using var r = await customer.PostAsJsonAsync(new Uri("/jobs", UriKind.Relative), new { name, documents = docs });
+        var body = await r.Content.ReadAsStringAsync();
+        Assert.True(r.StatusCode == HttpStatusCode.Created, $"POST /jobs answered {(int)r.StatusCode}: {body}");
+        using var json = JsonDocument.Parse(body);
+        return json.RootElement.GetProperty("id").GetInt64();
     }
 
     /// <summary>TestResults/screenshots at the repository root, next to the test results ./test.sh writes.</summary>
