@@ -14,7 +14,7 @@ public static class SvgChart
     private const int Width = 720;
     private const int Height = 170;
     private const int Left = 56;
-    private const int Right = 10;
+    private const int Right = 28;
     private const int Top = 12;
     private const int Bottom = 24;
 
@@ -38,7 +38,7 @@ public static class SvgChart
         {
             var y = Top + plotH - frac * plotH;
             sb.Append(inv, $"<line class=\"grid\" x1=\"{Left}\" y1=\"{y:0.#}\" x2=\"{Width - Right}\" y2=\"{y:0.#}\"/>");
-            sb.Append(inv, $"<text class=\"axis\" x=\"{Left - 6}\" y=\"{y + 4:0.#}\" text-anchor=\"end\">{Math.Round(max * frac):0}</text>");
+            sb.Append(inv, $"<text class=\"axis\" x=\"{Left - 6}\" y=\"{y + 4:0.#}\" text-anchor=\"end\">{max * frac:0.#}</text>");
         }
         for (var h = 0; h <= 24; h += 6)
         {

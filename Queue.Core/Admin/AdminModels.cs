@@ -240,6 +240,7 @@ public sealed class RewriteInfo
     public string Instance { get; init; } = "";
 }
 
+/// <summary>A worker: the leases it holds now (from items) and what the claim path records about it (workers table).</summary>
 public sealed class LeaseHolder
 {
     /// <summary>The name the worker gave in <c>/next</c>; empty when it gave none.</summary>
@@ -251,11 +252,24 @@ public sealed class LeaseHolder
 
     public long Jobs { get; init; }
 
-    public DateTime Since { get; init; }
+    /// <summary>Claim time of the oldest lease it holds; null when it holds none.</summary>
+    public DateTime? Since { get; init; }
 
-    public DateTime LastSeen { get; init; }
+    /// <summary>Its latest claim, extension or report, whichever source saw it last.</summary>
+    public DateTime? LastSeen { get; init; }
 
     public DateTime? NextExpiry { get; init; }
+
+    public DateTime? FirstSeen { get; init; }
+
+    public long Claims { get; init; }
+
+    public long Completions { get; init; }
+
+    public long Failures { get; init; }
+
+    /// <summary>Holds a live lease, or was seen within <paramref name="window"/>.</summary>
+    public bool IsActive(DateTime now, TimeSpan window) => Live > 0 || (LastSeen is { } seen && seen >= now - window);
 }
 
 public sealed record Dashboard(

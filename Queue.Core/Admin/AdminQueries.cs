@@ -1,5 +1,6 @@
 using Dapper;
 using MySqlConnector;
+using Queue.Core.Claims;
 using Queue.Core.Ordering;
 using Queue.Core.Sql;
 
@@ -189,7 +190,7 @@ public sealed class AdminQueries(MySqlDataSource db, OrderingCalendar calendar, 
             oldest = await conn.QuerySingleOrDefaultAsync<AdminJob>(new CommandDefinition(AdminSql.JobById, new { JobId = id }, cancellationToken: ct));
         }
         var queued = depth.Values.Sum(d => d.JobsWithWork);
-        var workers = ByWorker(holders);
+        var workers = Merge(ByWorker(holders), await KnownWorkersAsync(conn, ct));
         var nextMode = period.NextMode == OrderingMode.Smallest ? "smallest" : "oldest";
         return new Dashboard(nowOffset, period.ModeName, period.Start, period.End, nextMode, rewrite,
             depth.Values.OrderBy(d => d.TenantName, StringComparer.Ordinal).ToList(), throughput, oldest, queued, workers);
@@ -198,7 +199,32 @@ public sealed class AdminQueries(MySqlDataSource db, OrderingCalendar calendar, 
     public async Task<IReadOnlyList<LeaseHolder>> WorkersAsync(CancellationToken ct)
     {
         await using var conn = await db.OpenConnectionAsync(ct);
-        return ByWorker(await LeaseRowsAsync(conn, clock.GetUtcNow().UtcDateTime, ct));
+        var holders = ByWorker(await LeaseRowsAsync(conn, clock.GetUtcNow().UtcDateTime, ct));
+        return Merge(holders, await KnownWorkersAsync(conn, ct));
+    }
+
+    /// <summary>Workers the claim path has seen (the claims area's <c>workers</c> table), most recent first.</summary>
+    private static async Task<List<WorkerInfo>> KnownWorkersAsync(MySqlConnection conn, CancellationToken ct) =>
+        (await conn.QueryAsync<WorkerInfo>(new CommandDefinition(ClaimSql.Workers, new { Limit = 500 }, cancellationToken: ct))).AsList();
+
+    /// <summary>Lease holders first (by live leases), then recently seen workers that hold nothing.</summary>
+    private static List<LeaseHolder> Merge(List<LeaseHolder> holders, List<WorkerInfo> known)
+    {
+        var info = known.ToDictionary(k => k.Name, StringComparer.Ordinal);
+        var merged = holders.Select(h => info.TryGetValue(h.Worker, out var k)
+            ? new LeaseHolder
+            {
+                Worker = h.Worker, Live = h.Live, Expired = h.Expired, Jobs = h.Jobs, Since = h.Since, NextExpiry = h.NextExpiry,
+                LastSeen = h.LastSeen is { } l && l > k.LastSeenAt ? l : k.LastSeenAt,
+                FirstSeen = k.FirstSeenAt, Claims = k.Claims, Completions = k.Completions, Failures = k.Failures,
+            }
+            : h).ToList();
+        var holding = holders.Select(h => h.Worker).ToHashSet(StringComparer.Ordinal);
+        merged.AddRange(known.Where(k => !holding.Contains(k.Name)).Select(k => new LeaseHolder
+        {
+            Worker = k.Name, LastSeen = k.LastSeenAt, FirstSeen = k.FirstSeenAt, Claims = k.Claims, Completions = k.Completions, Failures = k.Failures,
+        }));
+        return merged;
     }
 
     private static async Task<List<LeaseRow>> LeaseRowsAsync(MySqlConnection conn, DateTime now, CancellationToken ct) =>
@@ -215,6 +241,7 @@ public sealed class AdminQueries(MySqlDataSource db, OrderingCalendar calendar, 
                 Jobs = g.Sum(r => r.Jobs), // a job belongs to one tenant, so per-tenant job counts add up
                 Since = g.Min(r => r.Since),
                 LastSeen = g.Max(r => r.LastSeen),
+
                 NextExpiry = g.Min(r => r.NextExpiry),
             })
             .OrderByDescending(h => h.Live).ThenBy(h => h.Worker, StringComparer.Ordinal)

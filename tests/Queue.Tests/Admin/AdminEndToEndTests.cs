@@ -51,6 +51,8 @@ public sealed class AdminEndToEndTests(DatabaseFixture fx) : IClassFixture<Datab
             Args = ChromiumArgs,
         });
         var context = await browser.NewContextAsync(new BrowserNewContextOptions { ViewportSize = new ViewportSize { Width = 1366, Height = 768 } });
+        // Generous: this 2-core machine is shared, and a cold Razor page can take seconds under load.
+        context.SetDefaultTimeout(90_000);
         var page = await context.NewPageAsync();
         var shots = ScreenshotDirectory();
 

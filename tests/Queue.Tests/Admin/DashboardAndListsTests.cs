@@ -53,6 +53,11 @@ public sealed class DashboardAndListsTests(AdminFixture fx) : IClassFixture<Admi
         var job = await fx.Seed.JobAsync(tenant.Id, "leased", 10);
         await fx.Seed.LeaseAsync(job, 3, "gpu-box-1", TimeSpan.FromMinutes(5));
         await fx.Seed.LeaseAsync(job, 2, "gpu-box-2", TimeSpan.FromMinutes(5));
+        // What the claim path records about workers, one of which holds nothing now.
+        await fx.Seed.ExecuteAsync("""
+            INSERT INTO workers (name, first_seen_at, last_seen_at, claims, completions, failures)
+            VALUES ('gpu-box-1', @Then, @Recent, 120, 117, 3), ('idle-box', @Then, @Recent, 42, 40, 2)
+            """, new { Then = DateTime.UtcNow.AddHours(-3), Recent = DateTime.UtcNow.AddMinutes(-1) });
         using var b = await fx.SignedInAsync();
         var doc = await b.GetAsync("/workers");
         var rows = doc.QuerySelectorAll("#holders tbody tr").ToDictionary(r => r.QuerySelector("td")!.TextContent, r => r.QuerySelectorAll("td").Select(c => c.TextContent.Trim()).ToList());
@@ -60,6 +65,11 @@ public sealed class DashboardAndListsTests(AdminFixture fx) : IClassFixture<Admi
         Assert.Equal("2", rows["gpu-box-2"][1]);
         Assert.Contains("UTC", rows["gpu-box-1"][4], StringComparison.Ordinal);
         Assert.Contains("UTC", rows["gpu-box-1"][5], StringComparison.Ordinal);
+        Assert.Equal(("120", "117", "3"), (rows["gpu-box-1"][7], rows["gpu-box-1"][8], rows["gpu-box-1"][9]));
+        Assert.Equal(("0", "—", "42"), (rows["idle-box"][1], rows["idle-box"][4], rows["idle-box"][7]));
+        Assert.Contains("1 min ago", rows["idle-box"][5], StringComparison.Ordinal);
+        // Lease holders come first.
+        Assert.Equal("idle-box", doc.QuerySelectorAll("#holders tbody tr")[^1].QuerySelector("td")!.TextContent);
     }
 
     [Fact]
