@@ -1,0 +1,237 @@
+using Dapper;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Options;
+using MySqlConnector;
+using Queue.Core.Data;
+using Queue.Core.Sql;
+
+namespace Queue.Core.Maintenance;
+
+/// <summary>Section <c>Maintenance</c>: the Scheduler's housekeeping jobs.</summary>
+public sealed class MaintenanceOptions
+{
+    /// <summary>Items, errors and documents of jobs done or cancelled longer ago than this are deleted.</summary>
+    public int RetentionDays { get; set; } = 30;
+
+    public TimeSpan RetentionInterval { get; set; } = TimeSpan.FromMinutes(10);
+
+    /// <summary>Items deleted per transaction; small, so no transaction holds locks or undo for long.</summary>
+    public int RetentionItemBatch { get; set; } = 1000;
+
+    /// <summary>Documents per transaction; each can carry up to 16 MiB of content.</summary>
+    public int RetentionDocumentBatch { get; set; } = 20;
+
+    /// <summary>Pause between retention batches, so purging yields the disk and the buffer pool to claims.</summary>
+    public TimeSpan RetentionPause { get; set; } = TimeSpan.FromMilliseconds(20);
+
+    /// <summary>One retention run stops after this long and the next run carries on from its cursor.</summary>
+    public TimeSpan RetentionMaxRun { get; set; } = TimeSpan.FromMinutes(5);
+
+    public TimeSpan IdempotencyInterval { get; set; } = TimeSpan.FromMinutes(5);
+
+    /// <summary>How often expired overrides are switched off between rewrites (a rewrite also does it).</summary>
+    public TimeSpan OverrideSweepInterval { get; set; } = TimeSpan.FromSeconds(15);
+
+    public bool IsValid() =>
+        RetentionDays is >= 1 and <= 36500
+        && RetentionItemBatch is >= 1 and <= 100_000
+        && RetentionDocumentBatch is >= 1 and <= 10_000
+        && RetentionPause >= TimeSpan.Zero && RetentionPause <= TimeSpan.FromSeconds(10)
+        && RetentionMaxRun >= TimeSpan.FromSeconds(1)
+        && RetentionInterval >= TimeSpan.FromSeconds(1)
+        && IdempotencyInterval >= TimeSpan.FromSeconds(1)
+        && OverrideSweepInterval >= TimeSpan.FromSeconds(1);
+}
+
+public sealed record RetentionResult(int Jobs, long Items, long Documents, long Snapshots);
+
+/// <summary>
+/// Deletes the items (with their error history) and documents of jobs that finished more than
+/// <see cref="MaintenanceOptions.RetentionDays"/> ago, in small transactions. Only finished jobs are touched, whose
+/// items are never claimed, so claims neither wait on it nor see it. The jobs rows stay, with their counters, so a
+/// job's status can still be read. Snapshots older than the retention are deleted too.
+/// </summary>
+public sealed partial class RetentionService(MySqlDataSource db, TimeProvider clock, IOptions<MaintenanceOptions> options, ILogger<RetentionService> logger)
+{
+    private static readonly DateTime Epoch = new(2000, 1, 1, 0, 0, 0, DateTimeKind.Utc);
+
+    public async Task<RetentionResult> RunAsync(CancellationToken ct)
+    {
+        var o = options.Value;
+        var started = clock.GetTimestamp();
+        var cutoff = clock.GetUtcNow().UtcDateTime - TimeSpan.FromDays(o.RetentionDays);
+        int jobs = 0;
+        long items = 0, documents = 0;
+        await using (var conn = await db.OpenConnectionAsync(ct))
+        {
+            var cursor = await conn.QuerySingleAsync<Cursor>(new CommandDefinition(MaintenanceSql.RetentionCursor, cancellationToken: ct));
+            var cursorAt = cursor.CursorAt ?? Epoch;
+            var cursorId = cursor.CursorId ?? 0;
+            while (clock.GetElapsedTime(started) < o.RetentionMaxRun)
+            {
+                var batch = (await conn.QueryAsync<FinishedJob>(new CommandDefinition(MaintenanceSql.FinishedJobs,
+                    new { Cutoff = cutoff, CursorAt = cursorAt, CursorId = cursorId, Limit = 100 }, cancellationToken: ct))).AsList();
+                if (batch.Count == 0)
+                {
+                    break;
+                }
+                foreach (var job in batch)
+                {
+                    items += await PurgeAsync(conn, job.Id, MaintenanceSql.ItemBatch, o.RetentionItemBatch,
+                        [MaintenanceSql.DeleteItemErrors, MaintenanceSql.DeleteItems], o.RetentionPause, ct);
+                    documents += await PurgeAsync(conn, job.Id, MaintenanceSql.DocumentBatch, o.RetentionDocumentBatch,
+                        [MaintenanceSql.DeleteDocumentContent, MaintenanceSql.DeleteDocuments], o.RetentionPause, ct);
+                    (cursorAt, cursorId) = (job.FinishedAt, job.Id);
+                    await conn.ExecuteAsync(new CommandDefinition(MaintenanceSql.SaveRetentionCursor,
+                        new { CursorAt = cursorAt, CursorId = cursorId, Now = clock.GetUtcNow().UtcDateTime }, cancellationToken: ct));
+                    jobs++;
+                    if (clock.GetElapsedTime(started) >= o.RetentionMaxRun)
+                    {
+                        break;
+                    }
+                }
+            }
+        }
+        long snapshots = 0;
+        while (!ct.IsCancellationRequested)
+        {
+            await using var conn = await db.OpenConnectionAsync(ct);
+            var n = await conn.ExecuteAsync(new CommandDefinition(MaintenanceSql.DeleteOldSnapshots, new { Cutoff = cutoff, Limit = 5000 }, cancellationToken: ct));
+            snapshots += n;
+            if (n < 5000)
+            {
+                break;
+            }
+        }
+        if (jobs > 0 || snapshots > 0)
+        {
+            Purged(logger, jobs, items, documents, snapshots);
+        }
+        return new RetentionResult(jobs, items, documents, snapshots);
+    }
+
+    /// <summary>Deletes one job's rows of one kind, a batch per transaction, until none is left.</summary>
+    private static async Task<long> PurgeAsync(MySqlConnection conn, long jobId, string select, int limit, string[] deletes, TimeSpan pause, CancellationToken ct)
+    {
+        long total = 0;
+        while (true)
+        {
+            var ids = (await conn.QueryAsync<long>(new CommandDefinition(select, new { JobId = jobId, Limit = limit }, cancellationToken: ct))).AsList();
+            if (ids.Count == 0)
+            {
+                return total;
+            }
+            await Retry.OnDeadlockAsync(async c =>
+            {
+                await using var tx = await conn.BeginReadCommittedAsync(c);
+                foreach (var sql in deletes)
+                {
+                    await conn.ExecuteAsync(new CommandDefinition(sql, new { Ids = ids }, tx, cancellationToken: c));
+                }
+                await tx.CommitAsync(c);
+                return 0;
+            }, ct);
+            total += ids.Count;
+            if (ids.Count < limit)
+            {
+                return total;
+            }
+            if (pause > TimeSpan.Zero)
+            {
+                await Task.Delay(pause, ct);
+            }
+        }
+    }
+
+    private sealed record Cursor(DateTime? CursorAt, long? CursorId);
+
+    private sealed record FinishedJob(long Id, DateTime FinishedAt);
+
+    [LoggerMessage(Level = LogLevel.Information, Message = "retention: purged {Jobs} finished jobs ({Items} items, {Documents} documents) and {Snapshots} old snapshots")]
+    private static partial void Purged(ILogger logger, int jobs, long items, long documents, long snapshots);
+}
+
+/// <summary>Deletes idempotency records past their <c>expires_at</c>, a few thousand per statement.</summary>
+public sealed partial class IdempotencyCleanup(MySqlDataSource db, TimeProvider clock, ILogger<IdempotencyCleanup> logger)
+{
+    private const int Batch = 2000;
+
+    public async Task<long> RunAsync(CancellationToken ct)
+    {
+        var now = clock.GetUtcNow().UtcDateTime;
+        long total = 0;
+        while (true)
+        {
+            await using var conn = await db.OpenConnectionAsync(ct);
+            var n = await conn.ExecuteAsync(new CommandDefinition(MaintenanceSql.DeleteExpiredIdempotency, new { Now = now, Limit = Batch }, cancellationToken: ct));
+            total += n;
+            if (n < Batch)
+            {
+                break;
+            }
+        }
+        if (total > 0)
+        {
+            Cleaned(logger, total);
+        }
+        return total;
+    }
+
+    [LoggerMessage(Level = LogLevel.Information, Message = "idempotency: deleted {Count} expired records")]
+    private static partial void Cleaned(ILogger logger, long count);
+}
+
+/// <summary>
+/// The minute snapshot behind the Admin dashboard's charts: per tenant, items by state (from the jobs counters and
+/// live leases) and the claims and completions of the minute (the change in <c>tenant_counters</c>, which the Api
+/// processes flush, since the previous snapshot). Idempotent per minute.
+/// </summary>
+public sealed class SnapshotService(MySqlDataSource db, TimeProvider clock)
+{
+    /// <summary>Records the snapshot for the minute containing <paramref name="at"/> (default now); false if it existed.</summary>
+    public Task<bool> TakeAsync(DateTimeOffset? at = null, CancellationToken ct = default) =>
+        Retry.OnDeadlockAsync(async c =>
+        {
+            var now = clock.GetUtcNow().UtcDateTime;
+            var instant = (at ?? clock.GetUtcNow()).UtcDateTime;
+            var minute = new DateTime(instant.Ticks - (instant.Ticks % TimeSpan.TicksPerMinute), DateTimeKind.Utc);
+            await using var conn = await db.OpenConnectionAsync(c);
+            // Consistent reads, outside the transaction: they lock nothing that claims or completions need.
+            var totals = (await conn.QueryAsync<TenantTotals>(new CommandDefinition(MaintenanceSql.TenantTotals, cancellationToken: c))).AsList();
+            var leases = (await conn.QueryAsync<(long TenantId, long Leased)>(new CommandDefinition(MaintenanceSql.TenantLiveLeases, new { Now = now }, cancellationToken: c)))
+                .ToDictionary(x => x.TenantId, x => x.Leased);
+
+            await using var tx = await conn.BeginReadCommittedAsync(c);
+            var seen = (await conn.QueryAsync<(long TenantId, long Claims, long Completions)>(new CommandDefinition(MaintenanceSql.SnapshotStateForUpdate, transaction: tx, cancellationToken: c)))
+                .ToDictionary(x => x.TenantId);
+            if (await conn.ExecuteScalarAsync<long>(new CommandDefinition(MaintenanceSql.SnapshotExists, new { At = minute }, tx, cancellationToken: c)) > 0)
+            {
+                await tx.RollbackAsync(c);
+                return false;
+            }
+            foreach (var t in totals)
+            {
+                var leased = Math.Min(leases.GetValueOrDefault(t.TenantId), Math.Max(0, t.Active));
+                seen.TryGetValue(t.TenantId, out var before);
+                await conn.ExecuteAsync(new CommandDefinition(MaintenanceSql.InsertSnapshot, new
+                {
+                    At = minute,
+                    t.TenantId,
+                    Ready = Math.Max(0, t.Active - leased),
+                    Leased = leased,
+                    t.Done,
+                    t.Dead,
+                    t.Cancelled,
+                    // A counter that went backwards (restored database) starts the count again rather than going negative.
+                    Claims = t.Claims >= before.Claims ? t.Claims - before.Claims : t.Claims,
+                    Completions = t.Completions >= before.Completions ? t.Completions - before.Completions : t.Completions,
+                }, tx, cancellationToken: c));
+                await conn.ExecuteAsync(new CommandDefinition(MaintenanceSql.SaveSnapshotState,
+                    new { t.TenantId, t.Claims, t.Completions, At = minute }, tx, cancellationToken: c));
+            }
+            await tx.CommitAsync(c);
+            return true;
+        }, ct);
+
+    private sealed record TenantTotals(long TenantId, long Active, long Done, long Dead, long Cancelled, long Claims, long Completions);
+}

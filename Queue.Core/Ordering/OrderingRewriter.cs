@@ -1,0 +1,167 @@
+using System.Diagnostics;
+using System.Text;
+using System.Text.Json;
+using Dapper;
+using Microsoft.Extensions.Logging;
+using MySqlConnector;
+using Queue.Core.Data;
+using Queue.Core.Sql;
+
+namespace Queue.Core.Ordering;
+
+/// <param name="Skipped">The period had already been rewritten (by this or another Scheduler): nothing changed.</param>
+/// <param name="JobsRanked">Jobs with work that were given a value (overridden ones included).</param>
+public sealed record RewriteResult(
+    OrderingPeriod Period,
+    bool Skipped,
+    int JobsRanked,
+    int LanesUpdated,
+    int LanesRemoved,
+    int OverridesExpired,
+    TimeSpan Duration);
+
+/// <summary>
+/// The ordering rewrite: at each period boundary every lane gets its value in the period's mode, in one READ COMMITTED
+/// transaction. Claimers read the ordering with consistent (lock-free) reads, so they see all of the old ordering or
+/// all of the new one and are never blocked by it. Lives in Core so the Scheduler's Quartz job, the benchmark and
+/// tests all run the same code.
+/// </summary>
+public sealed partial class OrderingRewriter(
+    MySqlDataSource db,
+    OrderingCalendar calendar,
+    OrderingLanes lanes,
+    TimeProvider clock,
+    ILogger<OrderingRewriter> logger)
+{
+    public const string Actor = "scheduler";
+
+    /// <summary>
+    /// Rewrites the ordering for the period containing <paramref name="periodOf"/> (default: now; a later instant wins
+    /// over now, so a trigger fired a hair before its boundary still rewrites the new period). Idempotent: a period
+    /// already in <c>rewrite_log</c> is skipped unless <paramref name="force"/>.
+    /// </summary>
+    public Task<RewriteResult> RewriteAsync(string instance, DateTimeOffset? periodOf = null, bool force = false, CancellationToken ct = default) =>
+        Retry.OnDeadlockAsync(c => RewriteOnceAsync(instance, periodOf, force, c), ct);
+
+    private async Task<RewriteResult> RewriteOnceAsync(string instance, DateTimeOffset? periodOf, bool force, CancellationToken ct)
+    {
+        var started = Stopwatch.GetTimestamp();
+        var nowOffset = clock.GetUtcNow();
+        var now = nowOffset.UtcDateTime;
+        var period = calendar.At(periodOf is { } p && p > nowOffset ? p : nowOffset);
+
+        await using var conn = await db.OpenConnectionAsync(ct);
+        await using var tx = await conn.BeginReadCommittedAsync(ct);
+        await conn.ExecuteAsync(Cmd(RewriteSql.LockRewrite, null, tx, ct));
+        if (!force && await conn.ExecuteScalarAsync<long>(Cmd(RewriteSql.PeriodRewritten, new { PeriodStart = period.Start.UtcDateTime }, tx, ct)) > 0)
+        {
+            await tx.CommitAsync(ct);
+            RewriteSkipped(logger, period.Start, period.ModeName);
+            return new RewriteResult(period, true, 0, 0, 0, 0, Stopwatch.GetElapsedTime(started));
+        }
+
+        var expired = (await SwitchOffExpiredAsync(conn, tx, now, ct)).Count;
+        var mode = period.ModeName;
+        await conn.ExecuteAsync(Cmd(RewriteSql.DropValues, null, tx, ct));
+        await conn.ExecuteAsync(Cmd(RewriteSql.CreateValues, null, tx, ct));
+        await conn.ExecuteAsync(Cmd(RewriteSql.FillValues, new { Mode = mode, Now = now }, tx, ct));
+        var removed = await conn.ExecuteAsync(Cmd(RewriteSql.RemoveFinished, null, tx, ct));
+        var updated = await conn.ExecuteAsync(Cmd(RewriteSql.ApplyValues, new { Now = now }, tx, ct));
+        var ranked = (int)await conn.ExecuteScalarAsync<long>(Cmd(RewriteSql.CountRanked, null, tx, ct));
+        await conn.ExecuteAsync(Cmd(RewriteSql.DropValues, null, tx, ct));
+
+        var elapsed = Stopwatch.GetElapsedTime(started);
+        await conn.ExecuteAsync(Cmd(RewriteSql.InsertLog, new
+        {
+            PeriodStart = period.Start.UtcDateTime,
+            Mode = mode,
+            JobsRanked = ranked,
+            DurationMs = (int)Math.Ceiling(elapsed.TotalMilliseconds),
+            StartedAt = now,
+            FinishedAt = (nowOffset + elapsed).UtcDateTime,
+            Instance = instance.Length > 200 ? instance[..200] : instance,
+        }, tx, ct));
+        await tx.CommitAsync(ct);
+        elapsed = Stopwatch.GetElapsedTime(started);
+        Rewritten(logger, period.Start, mode, ranked, updated, removed, expired, (long)elapsed.TotalMilliseconds);
+        return new RewriteResult(period, false, ranked, updated, removed, expired, elapsed);
+    }
+
+    /// <summary>
+    /// Switches off overrides that have expired (with an audit row each) and puts their jobs back on their value in
+    /// the current mode at once, rather than leaving the override's value in force until the next rewrite.
+    /// </summary>
+    public Task<int> ExpireOverridesAsync(CancellationToken ct = default) =>
+        Retry.OnDeadlockAsync(async c =>
+        {
+            var now = clock.GetUtcNow().UtcDateTime;
+            await using var conn = await db.OpenConnectionAsync(c);
+            await using var tx = await conn.BeginReadCommittedAsync(c);
+            await conn.ExecuteAsync(Cmd(RewriteSql.LockRewrite, null, tx, c));
+            var expired = await SwitchOffExpiredAsync(conn, tx, now, c);
+            foreach (var jobId in expired.Select(o => o.JobId).Distinct())
+            {
+                if (await conn.ExecuteScalarAsync<long>(Cmd(RewriteSql.JobHasOverrideLanes, new { JobId = jobId }, tx, c)) > 0)
+                {
+                    var priority = await conn.ExecuteScalarAsync<long?>(Cmd(OrderingSql.ActiveOverride, new { JobId = jobId, Now = now }, tx, c));
+                    if (priority is { } pr)
+                    {
+                        await lanes.ApplyOverrideAsync(conn, tx, jobId, pr, c);
+                    }
+                    else
+                    {
+                        await lanes.ClearOverrideAsync(conn, tx, jobId, c);
+                    }
+                }
+            }
+            await tx.CommitAsync(c);
+            return expired.Count;
+        }, ct);
+
+    private static async Task<List<ExpiredOverride>> SwitchOffExpiredAsync(MySqlConnection conn, MySqlTransaction tx, DateTime now, CancellationToken ct)
+    {
+        var expired = (await conn.QueryAsync<ExpiredOverride>(Cmd(RewriteSql.ExpiredOverrides, new { Now = now }, tx, ct))).AsList();
+        foreach (var o in expired)
+        {
+            await conn.ExecuteAsync(Cmd(RewriteSql.SwitchOffOverride, new { o.Id, Now = now }, tx, ct));
+            var tenantId = await conn.ExecuteScalarAsync<long?>(Cmd(RewriteSql.JobTenant, new { o.JobId }, tx, ct));
+            await conn.ExecuteAsync(Cmd(RewriteSql.AuditOverrideExpired, new
+            {
+                Now = now,
+                o.JobId,
+                TenantId = tenantId,
+                Reason = "override expired",
+                BeforeJson = AuditJson(o, active: true),
+                AfterJson = AuditJson(o, active: false),
+            }, tx, ct));
+        }
+        return expired;
+    }
+
+    private static string AuditJson(ExpiredOverride o, bool active)
+    {
+        using var buffer = new MemoryStream();
+        using (var w = new Utf8JsonWriter(buffer))
+        {
+            w.WriteStartObject();
+            w.WriteNumber("overrideId", o.Id);
+            w.WriteNumber("priority", o.Priority);
+            w.WriteBoolean("active", active);
+            w.WriteString("expiresAt", DateTime.SpecifyKind(o.ExpiresAt, DateTimeKind.Utc));
+            w.WriteString("reason", o.Reason);
+            w.WriteEndObject();
+        }
+        return Encoding.UTF8.GetString(buffer.ToArray());
+    }
+
+    private static CommandDefinition Cmd(string sql, object? args, MySqlTransaction tx, CancellationToken ct) =>
+        new(sql, args, tx, cancellationToken: ct);
+
+    private sealed record ExpiredOverride(long Id, long JobId, long Priority, string Reason, DateTime ExpiresAt);
+
+    [LoggerMessage(Level = LogLevel.Information, Message = "ordering rewritten for the {Mode} period starting {PeriodStart:o}: {Ranked} jobs ranked, {Updated} lanes changed, {Removed} lanes removed, {Expired} overrides expired, in {ElapsedMs} ms")]
+    private static partial void Rewritten(ILogger logger, DateTimeOffset periodStart, string mode, int ranked, int updated, int removed, int expired, long elapsedMs);
+
+    [LoggerMessage(Level = LogLevel.Information, Message = "ordering for the {Mode} period starting {PeriodStart:o} was already rewritten; nothing to do")]
+    private static partial void RewriteSkipped(ILogger logger, DateTimeOffset periodStart, string mode);
+}

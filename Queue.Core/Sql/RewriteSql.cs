@@ -1,0 +1,133 @@
+namespace Queue.Core.Sql;
+
+/// <summary>
+/// The ordering rewrite (docs/DESIGN.md, "The ordering table"): every lane's value and mode recomputed in one
+/// transaction, set-based, plus the switching-off of expired overrides.
+/// </summary>
+public static class RewriteSql
+{
+    /// <summary>Serialises rewrites (and override sweeps) across every process; taken first in the transaction.</summary>
+    public const string LockRewrite = "SELECT name FROM scheduler_state WHERE name = 'rewrite' FOR UPDATE";
+
+    public const string PeriodRewritten = "SELECT COUNT(*) FROM rewrite_log WHERE period_start = @PeriodStart";
+
+    public const string DropValues = "DROP TEMPORARY TABLE IF EXISTS rewrite_values";
+
+    /// <summary>
+    /// One row per job that has lanes. A temporary table is private to the connection and vanishes with it, so a
+    /// rewrite killed half-way leaves nothing behind; CREATE/DROP TEMPORARY do not commit the transaction.
+    /// </summary>
+    public const string CreateValues = """
+        CREATE TEMPORARY TABLE rewrite_values (
+          job_id    BIGINT      NOT NULL,
+          has_work  TINYINT     NOT NULL,
+          value     BIGINT      NOT NULL,
+          mode      VARCHAR(16) CHARACTER SET ascii NOT NULL,
+          seen_mode VARCHAR(16) CHARACTER SET ascii NOT NULL,
+          PRIMARY KEY (job_id)
+        ) ENGINE=MEMORY
+        """;
+
+    /// <summary>
+    /// Computes every job's new value from the jobs counters: smallest-first is the job's items not yet done, dead or
+    /// cancelled; oldest-first is 10000 + 5 * rank by age (job id, so ties and provisional values agree with
+    /// OrderingLanes), rank 0 being the oldest job with work; the newest active unexpired override wins over both.
+    /// Jobs that are cancelled or have no work left are kept with has_work = 0 so their lanes can be removed.
+    /// seen_mode is the lanes' mode as this snapshot saw it, to detect overrides applied or cleared meanwhile.
+    /// </summary>
+    public const string FillValues = """
+        INSERT INTO rewrite_values (job_id, has_work, value, mode, seen_mode)
+        SELECT r.job_id, r.has_work,
+               CASE WHEN r.has_work = 0 THEN 0
+                    WHEN r.priority IS NOT NULL THEN r.priority
+                    WHEN @Mode = 'smallest' THEN r.remaining
+                    ELSE 10000 + 5 * (r.age_rank - 1) END,
+               CASE WHEN r.has_work = 0 THEN ''
+                    WHEN r.priority IS NOT NULL THEN 'override'
+                    ELSE @Mode END,
+               r.seen_mode
+        FROM (
+          SELECT j.id AS job_id,
+                 IF(j.state <> 3 AND j.items_total - j.items_done - j.items_dead - j.items_cancelled > 0, 1, 0) AS has_work,
+                 j.items_total - j.items_done - j.items_dead - j.items_cancelled AS remaining,
+                 o.priority, l.seen_mode,
+                 ROW_NUMBER() OVER (
+                   PARTITION BY IF(j.state <> 3 AND j.items_total - j.items_done - j.items_dead - j.items_cancelled > 0, 1, 0)
+                   ORDER BY j.id) AS age_rank
+          FROM (SELECT job_id, MIN(mode) AS seen_mode FROM ordering GROUP BY job_id) l
+          JOIN jobs j ON j.id = l.job_id
+          LEFT JOIN (
+            SELECT ov.job_id, ov.priority
+            FROM overrides ov
+            JOIN (SELECT job_id, MAX(id) AS id FROM overrides WHERE active = 1 AND expires_at > @Now GROUP BY job_id) m ON m.id = ov.id
+          ) o ON o.job_id = j.id
+        ) r
+        """;
+
+    /// <summary>
+    /// Removes the lanes of jobs with no work left. The jobs row is read again here, so a job that received an upload
+    /// after the snapshot keeps its lanes.
+    /// </summary>
+    public const string RemoveFinished = """
+        DELETE o
+        FROM rewrite_values v
+        JOIN jobs j ON j.id = v.job_id
+        JOIN ordering o ON o.job_id = v.job_id
+        WHERE v.has_work = 0
+          AND (j.state = 3 OR j.items_total - j.items_done - j.items_dead - j.items_cancelled <= 0)
+        """;
+
+    /// <summary>
+    /// Writes the new values. Only lanes whose value or mode changes are touched (fewer row locks, and a rerun
+    /// changes nothing). A lane is left alone when a technician changed its override since the snapshot: its mode
+    /// moved to or from 'override' meanwhile, or it is an override lane and the override still stands (override
+    /// values are set by the technician's own transaction at once). Lanes created after the snapshot are not in
+    /// rewrite_values and keep their provisional value.
+    /// </summary>
+    public const string ApplyValues = """
+        UPDATE ordering o
+        JOIN rewrite_values v ON v.job_id = o.job_id
+        SET o.value = v.value, o.mode = v.mode, o.updated_at = @Now
+        WHERE v.has_work = 1
+          AND (o.value <> v.value OR o.mode <> v.mode)
+          AND (o.mode = v.seen_mode OR (o.mode <> 'override' AND v.seen_mode <> 'override'))
+          AND NOT (o.mode = 'override' AND v.mode = 'override')
+        """;
+
+    public const string CountRanked = "SELECT COUNT(*) FROM rewrite_values WHERE has_work = 1";
+
+    public const string InsertLog = """
+        INSERT INTO rewrite_log (period_start, mode, jobs_ranked, duration_ms, started_at, finished_at, instance)
+        VALUES (@PeriodStart, @Mode, @JobsRanked, @DurationMs, @StartedAt, @FinishedAt, @Instance)
+        """;
+
+    /// <summary>
+    /// Expired overrides that are still switched on, locked so a technician's concurrent change waits. No join: a
+    /// locking read would lock the jobs rows too, and completions update those.
+    /// </summary>
+    public const string ExpiredOverrides = """
+        SELECT id AS Id, job_id AS JobId, priority AS Priority, reason AS Reason, expires_at AS ExpiresAt
+        FROM overrides
+        WHERE active = 1 AND expires_at <= @Now
+        ORDER BY id
+        FOR UPDATE
+        """;
+
+    public const string JobTenant = "SELECT tenant_id FROM jobs WHERE id = @JobId";
+
+    public const string SwitchOffOverride = "UPDATE overrides SET active = 0, updated_at = @Now WHERE id = @Id AND active = 1";
+
+    public const string AuditOverrideExpired = """
+        INSERT INTO audit_log (at, actor, action, job_id, tenant_id, reason, before_json, after_json)
+        VALUES (@Now, 'scheduler', 'override-expired', @JobId, @TenantId, @Reason, @BeforeJson, @AfterJson)
+        """;
+
+    /// <summary>Jobs whose lanes still carry an override's value: after a sweep they go back to their mode's value.</summary>
+    public const string JobHasOverrideLanes = "SELECT COUNT(*) FROM ordering WHERE job_id = @JobId AND mode = 'override'";
+
+    public const string LastRewrite = """
+        SELECT period_start AS PeriodStart, mode AS Mode, jobs_ranked AS JobsRanked, duration_ms AS DurationMs,
+               started_at AS StartedAt, finished_at AS FinishedAt, instance AS Instance
+        FROM rewrite_log ORDER BY id DESC LIMIT 1
+        """;
+}
