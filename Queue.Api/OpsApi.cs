@@ -1,6 +1,7 @@
 using Microsoft.AspNetCore.Http.HttpResults;
 using MySqlConnector;
 using Prometheus;
+using Queue.Api.Infrastructure;
 using Queue.Core.Data;
 
 namespace Queue.Api;
@@ -14,6 +15,7 @@ public static class OpsApi
         ops.MapGet("/healthz", () => TypedResults.Ok(new HealthStatus("ok")));
         ops.MapGet("/readyz", ReadyAsync);
         ops.MapMetrics("/metrics");
+        ApiMetrics.TrackRewrites(app.ServiceProvider);
         return app;
     }
 

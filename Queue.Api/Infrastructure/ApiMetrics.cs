@@ -1,4 +1,7 @@
+using System.Diagnostics;
+using MySqlConnector;
 using Prometheus;
+using Queue.Core.Sql;
 
 namespace Queue.Api.Infrastructure;
 
@@ -11,11 +14,55 @@ public static class ApiMetrics
 
     public static readonly Counter Completions = Metrics.CreateCounter("queue_completions_total", "Items completed by workers.");
 
+    public static readonly Counter OrderingRewrites = Metrics.CreateCounter("queue_ordering_rewrites_total",
+        "Ordering rewrites completed by the Scheduler cluster, read from rewrite_log (refreshed at most every few seconds).");
+
+    /// <summary>How stale the rewrite count may be: a scrape reads the database at most this often.</summary>
+    private static readonly TimeSpan RewriteCountCache = TimeSpan.FromSeconds(5);
+
     /// <summary>Touches every series so that Prometheus sees zeros before the first event.</summary>
     public static void Initialise()
     {
         Claims.Inc(0);
         LeasesExpired.Inc(0);
         Completions.Inc(0);
+        OrderingRewrites.Inc(0);
+    }
+
+    /// <summary>
+    /// The rewrites happen in the Scheduler, another process, so each scrape brings the counter up to the number of
+    /// rewrite_log rows (which are never deleted, so the count only grows). A database that is slow or down costs the
+    /// scrape at most a second and leaves the last value in place.
+    /// </summary>
+    public static void TrackRewrites(IServiceProvider services)
+    {
+        var gate = new SemaphoreSlim(1, 1);
+        var last = 0L;
+        Metrics.DefaultRegistry.AddBeforeCollectCallback(async ct =>
+        {
+            if ((last != 0 && Stopwatch.GetElapsedTime(last) < RewriteCountCache) || !await gate.WaitAsync(0, ct))
+            {
+                return;
+            }
+            try
+            {
+                using var timeout = CancellationTokenSource.CreateLinkedTokenSource(ct);
+                timeout.CancelAfter(TimeSpan.FromSeconds(1));
+                var db = services.GetRequiredService<MySqlDataSource>();
+                await using var conn = await db.OpenConnectionAsync(timeout.Token);
+                await using var cmd = new MySqlCommand(OpsSql.CountRewrites, conn);
+                var count = Convert.ToDouble(await cmd.ExecuteScalarAsync(timeout.Token), System.Globalization.CultureInfo.InvariantCulture);
+                OrderingRewrites.IncTo(count);
+                last = Stopwatch.GetTimestamp();
+            }
+            catch (Exception ex) when (ex is MySqlException or OperationCanceledException or ObjectDisposedException or InvalidOperationException)
+            {
+                // Keep the last value: a metrics scrape must not fail because the database is unreachable.
+            }
+            finally
+            {
+                gate.Release();
+            }
+        });
     }
 }

@@ -24,7 +24,8 @@ public static class RewriteSql
           value     BIGINT      NOT NULL,
           mode      VARCHAR(16) CHARACTER SET ascii NOT NULL,
           seen_mode VARCHAR(16) CHARACTER SET ascii NOT NULL,
-          PRIMARY KEY (job_id)
+          PRIMARY KEY (job_id),
+          KEY (has_work)
         ) ENGINE=MEMORY
         """;
 
@@ -66,13 +67,14 @@ public static class RewriteSql
 
     /// <summary>
     /// Removes the lanes of jobs with no work left. The jobs row is read again here, so a job that received an upload
-    /// after the snapshot keeps its lanes.
+    /// after the snapshot keeps its lanes. STRAIGHT_JOIN: driven from the few candidates, so only their lanes are read
+    /// with locks, never a locking scan of the whole ordering (which would queue behind any claimer's lane update).
     /// </summary>
     public const string RemoveFinished = """
         DELETE o
         FROM rewrite_values v
-        JOIN jobs j ON j.id = v.job_id
-        JOIN ordering o ON o.job_id = v.job_id
+        STRAIGHT_JOIN jobs j ON j.id = v.job_id
+        STRAIGHT_JOIN ordering o ON o.job_id = v.job_id
         WHERE v.has_work = 0
           AND (j.state = 3 OR j.items_total - j.items_done - j.items_dead - j.items_cancelled <= 0)
         """;

@@ -1,0 +1,124 @@
+using Dapper;
+using MySqlConnector;
+using Queue.Core.Data;
+using Queue.Core.Ordering;
+
+namespace Queue.Tests.Scheduler;
+
+public sealed class RewriteConcurrencyTests
+{
+    private static readonly DateTimeOffset TenOClock = new(2026, 11, 22, 10, 0, 0, TimeSpan.Zero);
+
+    // What a claimer reads first (docs/DESIGN.md): the lowest-valued eligible lane, without locks.
+    private const string ClaimerPick = """
+        SELECT job_id FROM ordering FORCE INDEX (ix_ordering_any)
+        WHERE blocked = 0 AND available_at <= @Now ORDER BY value, job_id LIMIT 1
+        """;
+
+    [Fact]
+    public async Task Claimers_are_not_blocked_by_a_rewrite_in_progress_and_see_only_the_old_ordering_until_it_commits()
+    {
+        await using var db = await FreshDatabase.CreateAsync();
+        var bed = OrderingTestbed.At(db.DataSource, TenOClock);
+        var tenant = await db.NewTenantAsync();
+        await bed.BulkJobsAsync(tenant, 3000);
+        await bed.Rewriter.RewriteAsync("test"); // smallest-first: values 1..7
+        var lastJob = (await bed.LanesAsync()).Max(l => l.JobId);
+        var firstJob = (await bed.LanesAsync()).Min(l => l.JobId);
+
+        // A technician's transaction holds the newest job's lane, so the oldest-first rewrite stops inside its UPDATE.
+        await using var holder = await db.DataSource.OpenConnectionAsync();
+        var hold = await holder.BeginReadCommittedAsync(default);
+        await holder.ExecuteAsync("SELECT * FROM ordering WHERE job_id = @Id FOR UPDATE", new { Id = lastJob }, hold);
+        bed.AdvanceTo(OrderingMode.Oldest);
+        var rewrite = bed.Rewriter.RewriteAsync("test");
+        await WaitUntilRewriteHoldsLanesAsync(db, firstJob, rewrite);
+
+        await using (var claimer = await db.DataSource.OpenConnectionAsync())
+        {
+            for (var i = 0; i < 20; i++)
+            {
+                await using var tx = await claimer.BeginReadCommittedAsync(default);
+                var picked = await claimer.ExecuteScalarAsync<long>(ClaimerPick, new { Now = bed.Clock.GetUtcNow().UtcDateTime }, tx);
+                var modes = (await claimer.QueryAsync<(string Mode, long Count)>("SELECT mode, COUNT(*) FROM ordering GROUP BY mode", transaction: tx)).AsList();
+                await tx.CommitAsync();
+                Assert.Equal([("smallest", 3000L)], modes);
+                Assert.NotEqual(0, picked);
+            }
+        }
+        Assert.False(rewrite.IsCompleted);
+
+        await hold.CommitAsync();
+        var result = await rewrite;
+        Assert.Equal(3000, result.LanesUpdated);
+        var values = await bed.ValuesByJobAsync();
+        Assert.All(values.Values, v => Assert.Equal("oldest", v.Mode));
+        Assert.Equal(Enumerable.Range(0, 3000).Select(r => 10000L + (5 * r)), values.OrderBy(v => v.Key).Select(v => v.Value.Value));
+    }
+
+    [Fact]
+    public async Task Readers_during_a_series_of_rewrites_always_see_one_complete_ordering()
+    {
+        await using var db = await FreshDatabase.CreateAsync();
+        var bed = OrderingTestbed.At(db.DataSource, TenOClock, TimeSpan.FromSeconds(20));
+        var tenant = await db.NewTenantAsync();
+        await bed.BulkJobsAsync(tenant, 2000);
+
+        using var stop = new CancellationTokenSource();
+        var snapshots = new List<List<(string Mode, long Count, long Min)>>();
+        var reader = Task.Run(async () =>
+        {
+            await using var conn = await db.DataSource.OpenConnectionAsync();
+            while (!stop.IsCancellationRequested)
+            {
+                snapshots.Add((await conn.QueryAsync<(string, long, long)>("SELECT mode, COUNT(*), MIN(value) FROM ordering GROUP BY mode")).AsList());
+            }
+        });
+        for (var i = 0; i < 8; i++)
+        {
+            await bed.Rewriter.RewriteAsync("test");
+            bed.Clock.Advance(TimeSpan.FromSeconds(20));
+        }
+        await stop.CancelAsync();
+        await reader;
+
+        Assert.NotEmpty(snapshots);
+        Assert.All(snapshots, s =>
+        {
+            var only = Assert.Single(s);
+            Assert.Equal(2000, only.Count);
+            Assert.Equal(only.Mode == "oldest" ? 10000 : 1, only.Min);
+        });
+    }
+
+    /// <summary>
+    /// Waits until the rewrite holds the first job's lane, that is, it is inside its UPDATE (and so, having locked
+    /// lanes in primary-key order, stuck on the held last one). Probed with NOWAIT so the probe itself never queues.
+    /// </summary>
+    private static async Task WaitUntilRewriteHoldsLanesAsync(FreshDatabase db, long firstJob, Task rewrite)
+    {
+        await using var conn = await db.DataSource.OpenConnectionAsync();
+        for (var i = 0; i < 400; i++)
+        {
+            await using (var tx = await conn.BeginReadCommittedAsync(default))
+            {
+                try
+                {
+                    await conn.ExecuteAsync("SELECT job_id FROM ordering WHERE job_id = @Id FOR UPDATE NOWAIT", new { Id = firstJob }, tx);
+                }
+                catch (MySqlException ex) when (ex.ErrorCode == MySqlErrorCode.LockWaitTimeout)
+                {
+                    return;
+                }
+                await tx.RollbackAsync();
+            }
+            if (rewrite.IsCompleted)
+            {
+                await rewrite;
+                throw new InvalidOperationException("the rewrite finished without waiting for the held lane");
+            }
+            await Task.Delay(25);
+        }
+        throw new TimeoutException("the rewrite never reached its UPDATE");
+    }
+}

@@ -1,0 +1,289 @@
+using System.Text.Json;
+using Dapper;
+using Microsoft.Extensions.Options;
+using Microsoft.Extensions.Time.Testing;
+using Queue.Core.Ordering;
+
+namespace Queue.Tests.Scheduler;
+
+public sealed class RewriteTests
+{
+    // 10:00 UTC: period 10 of the day with the default one-hour period, so smallest-first.
+    private static readonly DateTimeOffset TenOClock = new(2026, 11, 22, 10, 0, 0, TimeSpan.Zero);
+
+    [Fact]
+    public void Modes_alternate_by_whole_periods_since_midnight_in_the_configured_zone()
+    {
+        var clock = new FakeTimeProvider(TenOClock);
+        var hourly = new OrderingCalendar(clock, Options.Create(new OrderingOptions()));
+        Assert.Equal(OrderingMode.Smallest, hourly.At(new DateTimeOffset(2026, 11, 22, 0, 0, 0, TimeSpan.Zero)).Mode);
+        Assert.Equal(OrderingMode.Smallest, hourly.At(new DateTimeOffset(2026, 11, 22, 10, 59, 59, TimeSpan.Zero)).Mode);
+        Assert.Equal(OrderingMode.Oldest, hourly.At(new DateTimeOffset(2026, 11, 22, 11, 0, 0, TimeSpan.Zero)).Mode);
+        Assert.Equal(OrderingMode.Oldest, hourly.At(new DateTimeOffset(2026, 11, 22, 23, 30, 0, TimeSpan.Zero)).Mode);
+        Assert.Equal(OrderingMode.Smallest, hourly.At(new DateTimeOffset(2026, 11, 23, 0, 0, 0, TimeSpan.Zero)).Mode);
+
+        var twentySeconds = new OrderingCalendar(clock, Options.Create(new OrderingOptions { Period = TimeSpan.FromSeconds(20) }));
+        var p = twentySeconds.At(new DateTimeOffset(2026, 11, 22, 10, 0, 25, TimeSpan.Zero));
+        Assert.Equal(1801, p.Index); // 10 h * 180 + 1
+        Assert.Equal(OrderingMode.Oldest, p.Mode);
+        Assert.Equal(new DateTimeOffset(2026, 11, 22, 10, 0, 20, TimeSpan.Zero), p.Start);
+        Assert.Equal(new DateTimeOffset(2026, 11, 22, 10, 0, 40, TimeSpan.Zero), p.End);
+        Assert.Equal(OrderingMode.Smallest, twentySeconds.At(p.End).Mode);
+
+        // 10:00 UTC is 11:00 in Berlin (winter), an odd hour there.
+        var berlin = new OrderingCalendar(clock, Options.Create(new OrderingOptions { TimeZone = "Europe/Berlin" }));
+        Assert.Equal(OrderingMode.Oldest, berlin.At(TenOClock).Mode);
+        Assert.Equal(new DateTimeOffset(2026, 11, 21, 23, 0, 0, TimeSpan.Zero), berlin.At(new DateTimeOffset(2026, 11, 21, 23, 10, 0, TimeSpan.Zero)).Start);
+    }
+
+    [Fact]
+    public async Task Consecutive_rewrites_alternate_the_mode_and_log_each_period_once()
+    {
+        await using var db = await FreshDatabase.CreateAsync();
+        var bed = OrderingTestbed.At(db.DataSource, TenOClock.AddSeconds(5), TimeSpan.FromSeconds(20));
+        var tenant = await db.NewTenantAsync();
+        var job = await bed.NewJobAsync(tenant, 3);
+
+        var modes = new List<string>();
+        for (var i = 0; i < 4; i++)
+        {
+            var r = await bed.Rewriter.RewriteAsync("test");
+            Assert.False(r.Skipped);
+            modes.Add((await bed.ValuesByJobAsync())[job].Mode);
+            bed.Clock.Advance(TimeSpan.FromSeconds(20));
+        }
+        string[] alternating = ["smallest", "oldest", "smallest", "oldest"];
+        Assert.Equal(alternating, modes);
+
+        await using var conn = await db.DataSource.OpenConnectionAsync();
+        var log = (await conn.QueryAsync<(DateTime PeriodStart, string Mode, int JobsRanked)>(
+            "SELECT period_start, mode, jobs_ranked FROM rewrite_log ORDER BY id")).AsList();
+        Assert.Equal(4, log.Count);
+        Assert.Equal(modes, log.Select(l => l.Mode));
+        Assert.Equal(
+            Enumerable.Range(0, 4).Select(i => TenOClock.AddSeconds(20 * i).UtcDateTime),
+            log.Select(l => l.PeriodStart));
+        Assert.All(log, l => Assert.Equal(1, l.JobsRanked));
+    }
+
+    [Fact]
+    public async Task Smallest_first_gives_each_job_its_items_not_yet_done_or_dead()
+    {
+        await using var db = await FreshDatabase.CreateAsync();
+        var bed = OrderingTestbed.At(db.DataSource, TenOClock.AddMinutes(-30)); // 09:30, oldest-first
+        var tenant = await db.NewTenantAsync();
+        var a = await bed.NewJobAsync(tenant, 10, ["text", "thumbnail"], done: 5, dead: 2, cancelled: 1); // 20 items, 12 left
+        var b = await bed.NewJobAsync(tenant, 3);                                                         // 3 left
+        var c = await bed.NewJobAsync(tenant, 7, done: 2);                                                // 5 left
+        await bed.CompleteAsync(c, 1);                                                                    // 4 left
+
+        bed.AdvanceTo(OrderingMode.Smallest);
+        var r = await bed.Rewriter.RewriteAsync("test");
+
+        Assert.Equal("smallest", r.Period.ModeName);
+        Assert.Equal(3, r.JobsRanked);
+        var values = await bed.ValuesByJobAsync();
+        Assert.Equal((12L, "smallest"), values[a]);
+        Assert.Equal((3L, "smallest"), values[b]);
+        Assert.Equal((4L, "smallest"), values[c]);
+        Assert.Equal(2, (await bed.LanesAsync()).Count(l => l.JobId == a));
+    }
+
+    [Fact]
+    public async Task Oldest_first_gives_10000_plus_5_times_the_rank_by_age_among_jobs_with_work()
+    {
+        await using var db = await FreshDatabase.CreateAsync();
+        var bed = OrderingTestbed.At(db.DataSource, TenOClock);
+        var tenant = await db.NewTenantAsync();
+        var first = await bed.NewJobAsync(tenant, 50);
+        var finished = await bed.NewJobAsync(tenant, 2);
+        var second = await bed.NewJobAsync(tenant, 1, ["text", "thumbnail"]);
+        var overridden = await bed.NewJobAsync(tenant, 4);
+        var third = await bed.NewJobAsync(tenant, 9);
+        await bed.AddOverrideAsync(overridden, 3, TenOClock.AddHours(5));
+        await bed.CompleteAsync(finished, 2);
+
+        bed.AdvanceTo(OrderingMode.Oldest);
+        var r = await bed.Rewriter.RewriteAsync("test");
+
+        Assert.Equal(4, r.JobsRanked);
+        var values = await bed.ValuesByJobAsync();
+        Assert.Equal((10000L, "oldest"), values[first]);
+        Assert.Equal((10005L, "oldest"), values[second]);
+        // An overridden job keeps its priority but still holds its place in the age ranking.
+        Assert.Equal((3L, "override"), values[overridden]);
+        Assert.Equal((10015L, "oldest"), values[third]);
+        Assert.False(values.ContainsKey(finished));
+    }
+
+    [Fact]
+    public async Task An_active_override_keeps_its_priority_in_both_modes_until_it_expires()
+    {
+        await using var db = await FreshDatabase.CreateAsync();
+        var bed = OrderingTestbed.At(db.DataSource, TenOClock);
+        var tenant = await db.NewTenantAsync();
+        var big = await bed.NewJobAsync(tenant, 40);
+        var small = await bed.NewJobAsync(tenant, 2);
+        var overrideId = await bed.AddOverrideAsync(big, 1, TenOClock.AddMinutes(90));
+
+        await bed.Rewriter.RewriteAsync("test");                 // 10:00 smallest
+        Assert.Equal((1L, "override"), (await bed.ValuesByJobAsync())[big]);
+        Assert.Equal((2L, "smallest"), (await bed.ValuesByJobAsync())[small]);
+
+        bed.AdvanceTo(OrderingMode.Oldest);                       // 11:00:01 oldest, override still active
+        var r = await bed.Rewriter.RewriteAsync("test");
+        Assert.Equal(0, r.OverridesExpired);
+        Assert.Equal((1L, "override"), (await bed.ValuesByJobAsync())[big]);
+        Assert.Equal((10005L, "oldest"), (await bed.ValuesByJobAsync())[small]);
+
+        bed.AdvanceTo(OrderingMode.Smallest);                     // 12:00:01: expired at 11:30
+        r = await bed.Rewriter.RewriteAsync("test");
+        Assert.Equal(1, r.OverridesExpired);
+        Assert.Equal((40L, "smallest"), (await bed.ValuesByJobAsync())[big]);
+
+        await using var conn = await db.DataSource.OpenConnectionAsync();
+        Assert.Equal(0, await conn.ExecuteScalarAsync<int>("SELECT active FROM overrides WHERE id = @Id", new { Id = overrideId }));
+        var audit = await conn.QuerySingleAsync<(string Actor, string Action, long JobId, long TenantId, string Before, string After)>(
+            "SELECT actor, action, job_id, tenant_id, before_json, after_json FROM audit_log WHERE action = 'override-expired'");
+        Assert.Equal(("scheduler", "override-expired", big, tenant), (audit.Actor, audit.Action, audit.JobId, audit.TenantId));
+        using var before = JsonDocument.Parse(audit.Before);
+        using var after = JsonDocument.Parse(audit.After);
+        Assert.Equal(overrideId, before.RootElement.GetProperty("overrideId").GetInt64());
+        Assert.True(before.RootElement.GetProperty("active").GetBoolean());
+        Assert.False(after.RootElement.GetProperty("active").GetBoolean());
+        Assert.Equal(1, before.RootElement.GetProperty("priority").GetInt64());
+    }
+
+    [Fact]
+    public async Task The_override_sweep_ends_an_expired_override_between_rewrites_with_an_audit_row()
+    {
+        await using var db = await FreshDatabase.CreateAsync();
+        var bed = OrderingTestbed.At(db.DataSource, TenOClock.AddHours(1)); // 11:00, oldest-first
+        var tenant = await db.NewTenantAsync();
+        var older = await bed.NewJobAsync(tenant, 5);
+        var newer = await bed.NewJobAsync(tenant, 5);
+        await bed.AddOverrideAsync(newer, 7, TenOClock.AddHours(1).AddMinutes(10));
+        await bed.Rewriter.RewriteAsync("test");
+        Assert.Equal((7L, "override"), (await bed.ValuesByJobAsync())[newer]);
+
+        bed.Clock.Advance(TimeSpan.FromMinutes(5));
+        Assert.Equal(0, await bed.Rewriter.ExpireOverridesAsync());
+        Assert.Equal((7L, "override"), (await bed.ValuesByJobAsync())[newer]);
+
+        bed.Clock.Advance(TimeSpan.FromMinutes(6));
+        Assert.Equal(1, await bed.Rewriter.ExpireOverridesAsync());
+        var values = await bed.ValuesByJobAsync();
+        Assert.Equal((10000L, "oldest"), values[older]);
+        Assert.Equal((10005L, "oldest"), values[newer]); // its rank by age, at once, not at 12:00
+        Assert.Equal(0, await bed.Rewriter.ExpireOverridesAsync());
+
+        await using var conn = await db.DataSource.OpenConnectionAsync();
+        Assert.Equal(1, await conn.ExecuteScalarAsync<int>("SELECT COUNT(*) FROM audit_log WHERE action = 'override-expired' AND actor = 'scheduler' AND job_id = @Id", new { Id = newer }));
+    }
+
+    [Fact]
+    public async Task Lanes_of_jobs_with_no_work_left_and_of_cancelled_jobs_are_removed()
+    {
+        await using var db = await FreshDatabase.CreateAsync();
+        var bed = OrderingTestbed.At(db.DataSource, TenOClock);
+        var tenant = await db.NewTenantAsync();
+        var working = await bed.NewJobAsync(tenant, 2, ["text", "thumbnail"]);
+        var drained = await bed.NewJobAsync(tenant, 2, ["text", "thumbnail"]);
+        var cancelled = await bed.NewJobAsync(tenant, 3);
+        await bed.CompleteAsync(drained, 4);
+        await using (var conn = await db.DataSource.OpenConnectionAsync())
+        {
+            await conn.ExecuteAsync("UPDATE jobs SET state = 3 WHERE id = @Id", new { Id = cancelled });
+        }
+        Assert.Equal(5, (await bed.LanesAsync()).Count);
+
+        var r = await bed.Rewriter.RewriteAsync("test");
+
+        Assert.Equal(3, r.LanesRemoved);
+        Assert.Equal(1, r.JobsRanked);
+        Assert.Equal(new[] { working }, (await bed.LanesAsync()).Select(l => l.JobId).Distinct());
+    }
+
+    [Fact]
+    public async Task A_rerun_of_the_same_period_changes_nothing_and_is_not_logged_twice()
+    {
+        await using var db = await FreshDatabase.CreateAsync();
+        var bed = OrderingTestbed.At(db.DataSource, TenOClock.AddHours(1));
+        var tenant = await db.NewTenantAsync();
+        for (var i = 0; i < 5; i++)
+        {
+            await bed.NewJobAsync(tenant, i + 1);
+        }
+        var first = await bed.Rewriter.RewriteAsync("a");
+        var lanes = await bed.LanesAsync();
+
+        var again = await bed.Rewriter.RewriteAsync("b");
+        var forced = await bed.Rewriter.RewriteAsync("c", force: true);
+
+        Assert.False(first.Skipped);
+        Assert.True(again.Skipped);
+        Assert.False(forced.Skipped);
+        Assert.Equal(0, forced.LanesUpdated);
+        Assert.Equal(lanes, await bed.LanesAsync());
+        await using var conn = await db.DataSource.OpenConnectionAsync();
+        string[] instances = ["a", "c"];
+        Assert.Equal(instances, await conn.QueryAsync<string>("SELECT instance FROM rewrite_log ORDER BY id"));
+    }
+
+    [Fact]
+    public async Task A_trigger_fired_a_moment_before_its_boundary_rewrites_the_new_period()
+    {
+        await using var db = await FreshDatabase.CreateAsync();
+        var bed = OrderingTestbed.At(db.DataSource, TenOClock.AddHours(1).AddMilliseconds(-3)); // 10:59:59.997
+        var tenant = await db.NewTenantAsync();
+        var job = await bed.NewJobAsync(tenant, 3);
+
+        var r = await bed.Rewriter.RewriteAsync("test", periodOf: TenOClock.AddHours(1));
+
+        Assert.Equal(TenOClock.AddHours(1), r.Period.Start);
+        Assert.Equal((10000L, "oldest"), (await bed.ValuesByJobAsync())[job]);
+    }
+
+    [Fact]
+    public async Task New_jobs_between_rewrites_get_a_provisional_value_in_the_current_mode()
+    {
+        await using var db = await FreshDatabase.CreateAsync();
+        var bed = OrderingTestbed.At(db.DataSource, TenOClock.AddHours(1)); // 11:00 oldest
+        var tenant = await db.NewTenantAsync();
+        var a = await bed.NewJobAsync(tenant, 4);
+        var b = await bed.NewJobAsync(tenant, 4);
+        await bed.Rewriter.RewriteAsync("test");
+
+        bed.Clock.Advance(TimeSpan.FromMinutes(10));
+        var late = await bed.NewJobAsync(tenant, 1);
+        var values = await bed.ValuesByJobAsync();
+        Assert.Equal((10000L, "oldest"), values[a]);
+        Assert.Equal((10005L, "oldest"), values[b]);
+        Assert.Equal((10010L, "oldest"), values[late]); // the highest value plus 5: never ahead of an older job
+        var later = await bed.NewJobAsync(tenant, 1);
+        Assert.Equal((10015L, "oldest"), (await bed.ValuesByJobAsync())[later]);
+
+        bed.AdvanceTo(OrderingMode.Smallest);
+        await bed.Rewriter.RewriteAsync("test");
+        bed.Clock.Advance(TimeSpan.FromMinutes(10));
+        var fresh = await bed.NewJobAsync(tenant, 2, ["text", "thumbnail"]);
+        Assert.Equal((4L, "smallest"), (await bed.ValuesByJobAsync())[fresh]);
+
+        // An upload to the open job keeps its count current until the next rewrite.
+        await using (var conn = await db.DataSource.OpenConnectionAsync())
+        await using (var tx = await conn.BeginTransactionAsync())
+        {
+            await conn.ExecuteAsync("UPDATE jobs SET items_total = items_total + 2 WHERE id = @Id", new { Id = fresh }, tx);
+            await bed.Lanes.PlaceAsync(conn, tx, fresh, ["text", "thumbnail"], default);
+            await tx.CommitAsync();
+        }
+        Assert.Equal((6L, "smallest"), (await bed.ValuesByJobAsync())[fresh]);
+
+        // The next rewrite puts it with everyone else, in the mode of its period.
+        bed.AdvanceTo(OrderingMode.Oldest);
+        await bed.Rewriter.RewriteAsync("test");
+        values = await bed.ValuesByJobAsync();
+        long[] ranks = [10000, 10005, 10010, 10015, 10020];
+        Assert.Equal(ranks, new[] { a, b, late, later, fresh }.Select(j => values[j].Value));
+    }
+}
