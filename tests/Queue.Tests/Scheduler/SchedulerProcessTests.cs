@@ -1,0 +1,236 @@
+using System.Net.Http.Json;
+using System.Text.Json;
+using Dapper;
+using MySqlConnector;
+using Queue.Core.Data;
+using Queue.Core.Local;
+using Queue.Core.Ordering;
+
+namespace Queue.Tests.Scheduler;
+
+/// <summary>The real Queue.Scheduler processes, clustered on one database, with periods of a few seconds.</summary>
+public sealed class SchedulerProcessTests
+{
+    private static readonly HttpClient Http = new() { Timeout = TimeSpan.FromSeconds(10) };
+
+    private static ServiceProcess StartScheduler(FreshDatabase db, TimeSpan period) =>
+        ServiceProcess.Start("Queue.Scheduler", db.ConnectionString, new Dictionary<string, string>
+        {
+            ["Ordering__Period"] = period.ToString("c", System.Globalization.CultureInfo.InvariantCulture),
+            // A dead node is noticed within seconds rather than the default 20.
+            ["Scheduler__CheckinInterval"] = "00:00:01",
+            ["Scheduler__CheckinMisfireThreshold"] = "00:00:03",
+            ["Scheduler__IdleWaitTime"] = "00:00:01",
+            ["Logging__LogLevel__Quartz"] = "Warning",
+        });
+
+    [Fact]
+    public async Task A_scheduler_logs_that_Quartz_started_and_serves_health_and_metrics()
+    {
+        await using var db = await FreshDatabase.CreateAsync();
+        await using var scheduler = StartScheduler(db, TimeSpan.FromSeconds(20));
+        await scheduler.WaitHealthyAsync();
+
+        var health = await Http.GetFromJsonAsync<JsonElement>(new Uri(scheduler.Url + "/healthz"));
+        Assert.Equal("ok", health.GetProperty("status").GetString());
+        Assert.Equal(health.GetProperty("periodStart").GetDateTimeOffset().TimeOfDay.TotalSeconds % 40 == 0 ? "smallest" : "oldest",
+            health.GetProperty("mode").GetString());
+        await WaitForAsync(() => scheduler.Output.Contains("Quartz started", StringComparison.Ordinal), "the Quartz started log line");
+        await WaitForAsync(async () => await RewriteCountAsync(db) >= 1, "the start-up rewrite");
+        var metrics = await Http.GetStringAsync(new Uri(scheduler.Url + "/metrics"));
+        foreach (var series in new[]
+        {
+            "queue_ordering_rewrites_total 1", "queue_ordering_rewrite_duration_seconds_count 1", "queue_ordering_jobs_ranked 0",
+            "queue_ordering_mode{mode=\"smallest\"}", "queue_ordering_mode{mode=\"oldest\"}",
+        })
+        {
+            Assert.Contains(series, metrics, StringComparison.Ordinal);
+        }
+    }
+
+    [Fact]
+    public async Task Two_scheduler_processes_rewrite_each_period_exactly_once()
+    {
+        await using var db = await FreshDatabase.CreateAsync();
+        var bed = OrderingTestbed.At(db.DataSource, DateTimeOffset.UtcNow);
+        var tenant = await db.NewTenantAsync();
+        for (var i = 0; i < 5; i++)
+        {
+            await bed.NewJobAsync(tenant, i + 1);
+        }
+        var period = TimeSpan.FromSeconds(2);
+        await using var a = StartScheduler(db, period);
+        await using var b = StartScheduler(db, period);
+        await Task.WhenAll(a.WaitHealthyAsync(), b.WaitHealthyAsync());
+        var from = DateTime.UtcNow;
+        await Task.Delay(TimeSpan.FromSeconds(10));
+
+        await using var conn = await db.DataSource.OpenConnectionAsync();
+        var log = (await conn.QueryAsync<(DateTime PeriodStart, string Mode, int JobsRanked, string Instance)>(
+            "SELECT period_start, mode, jobs_ranked, instance FROM rewrite_log WHERE period_start >= @From ORDER BY period_start",
+            new { From = from })).AsList();
+        Assert.True(log.Count >= 4, $"expected a rewrite every 2 s, got {log.Count}");
+        Assert.Equal(log.Count, log.Select(l => l.PeriodStart).Distinct().Count());
+        for (var i = 1; i < log.Count; i++)
+        {
+            Assert.Equal(period, log[i].PeriodStart - log[i - 1].PeriodStart); // no period skipped
+        }
+        Assert.All(log, l =>
+        {
+            var index = (long)(l.PeriodStart.TimeOfDay.Ticks / period.Ticks);
+            Assert.Equal(index % 2 == 0 ? "smallest" : "oldest", l.Mode);
+            Assert.Equal(5, l.JobsRanked);
+        });
+        var instances = (await Task.WhenAll(InstanceAsync(a), InstanceAsync(b))).ToHashSet();
+        Assert.All(log, l => Assert.Contains(l.Instance, instances));
+    }
+
+    [Fact]
+    public async Task A_rewrite_missed_while_no_scheduler_ran_runs_as_soon_as_one_starts()
+    {
+        await using var db = await FreshDatabase.CreateAsync();
+        var period = TimeSpan.FromSeconds(10);
+        DateTime missed;
+        await using (var first = StartScheduler(db, period))
+        {
+            await first.WaitHealthyAsync();
+            await WaitForAsync(async () => await RewriteCountAsync(db) >= 1, "the first scheduler's start-up rewrite");
+            await using var conn = await db.DataSource.OpenConnectionAsync();
+            var last = await conn.ExecuteScalarAsync<DateTime>("SELECT MAX(period_start) FROM rewrite_log");
+            missed = last + period;
+            // Its trigger for the next boundary is stored, waiting for a node to fire it.
+            var trigger = global::Queue.Scheduler.Jobs.ReorderJob.TriggerName(new DateTimeOffset(missed, TimeSpan.Zero));
+            await WaitForAsync(async () => await conn.ExecuteScalarAsync<int>(
+                "SELECT COUNT(*) FROM QRTZ_TRIGGERS WHERE TRIGGER_NAME = @Name", new { Name = trigger }) == 1, "the next boundary's trigger");
+            first.Kill();
+        }
+
+        await WaitUntilAsync(missed.AddSeconds(1.5));
+        Assert.Equal(0, await RewriteCountAsync(db, missed));
+
+        await using var second = StartScheduler(db, period);
+        await second.WaitHealthyAsync();
+        await WaitForAsync(async () => await RewriteCountAsync(db, missed) == 1, "the missed rewrite");
+        await using (var conn = await db.DataSource.OpenConnectionAsync())
+        {
+            var row = await conn.QuerySingleAsync<(DateTime StartedAt, string Instance)>(
+                "SELECT started_at, instance FROM rewrite_log WHERE period_start = @Missed", new { Missed = missed });
+            Assert.True(row.StartedAt < missed + period, "the missed rewrite ran at start-up, not at the next boundary");
+            Assert.Equal(await InstanceAsync(second), row.Instance);
+        }
+    }
+
+    [Fact]
+    public async Task After_a_kill_9_in_the_middle_of_a_rewrite_the_ordering_is_consistent_and_the_next_run_completes()
+    {
+        await using var db = await FreshDatabase.CreateAsync();
+        var bed = OrderingTestbed.At(db.DataSource, DateTimeOffset.UtcNow);
+        var tenant = await db.NewTenantAsync();
+        await bed.BulkJobsAsync(tenant, 2000);
+        var lanes = await bed.LanesAsync();
+        var (firstJob, lastJob) = (lanes.Min(l => l.JobId), lanes.Max(l => l.JobId));
+        var period = TimeSpan.FromSeconds(6);
+
+        await using var first = StartScheduler(db, period);
+        await first.WaitHealthyAsync();
+        await WaitForAsync(async () => await RewriteCountAsync(db) >= 1, "the start-up rewrite");
+
+        // Hold the newest lane, so the next boundary's rewrite stops inside its UPDATE with the other lanes locked.
+        await using var holder = await db.DataSource.OpenConnectionAsync();
+        var hold = await holder.BeginReadCommittedAsync(default);
+        await holder.ExecuteAsync("SELECT * FROM ordering WHERE job_id = @Id FOR UPDATE", new { Id = lastJob }, hold);
+        var before = await ConsistentOrderingAsync(db);
+        Assert.True(before.Consistent);
+        await WaitForAsync(() => LaneIsLockedAsync(db, firstJob), "the boundary rewrite to reach its UPDATE", seconds: 30);
+        first.Kill();
+
+        // Half-way or not, the ordering claimers see is the last committed one.
+        Assert.Equal(before, await ConsistentOrderingAsync(db));
+        await hold.CommitAsync();
+        // The dead client's transaction is rolled back by the server, never committed.
+        await WaitForAsync(async () => !await LaneIsLockedAsync(db, firstJob), "the killed rewrite to be rolled back");
+        Assert.Equal(before, await ConsistentOrderingAsync(db));
+        var rewritesBefore = await RewriteCountAsync(db);
+
+        await using var second = StartScheduler(db, period);
+        await second.WaitHealthyAsync();
+        await WaitForAsync(async () => await RewriteCountAsync(db) > rewritesBefore, "the next rewrite", seconds: 30);
+        var after = await ConsistentOrderingAsync(db);
+        Assert.Equal(2000, after.Ranked);
+        Assert.True(after.Consistent, "every lane carries its value in the logged mode");
+    }
+
+    private sealed record OrderingState(string? Mode, int Ranked, long Lanes, bool Consistent, string Values);
+
+    /// <summary>
+    /// The ordering and the last rewrite_log row, read in one snapshot: whether every lane holds exactly the value
+    /// of that rewrite's mode (smallest: the job's remaining items; oldest: 10000 + 5 * rank by job id).
+    /// </summary>
+    private static async Task<OrderingState> ConsistentOrderingAsync(FreshDatabase db)
+    {
+        await using var conn = await db.DataSource.OpenConnectionAsync();
+        await conn.ExecuteAsync("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+        await conn.ExecuteAsync("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY");
+        var last = await conn.QueryFirstOrDefaultAsync<(string Mode, int Ranked)?>("SELECT mode, jobs_ranked FROM rewrite_log ORDER BY id DESC LIMIT 1");
+        var rows = (await conn.QueryAsync<(long JobId, long Value, string Mode, long Remaining)>("""
+            SELECT o.job_id, o.value, o.mode, j.items_total - j.items_done - j.items_dead - j.items_cancelled
+            FROM ordering o JOIN jobs j ON j.id = o.job_id ORDER BY o.job_id
+            """)).AsList();
+        await conn.ExecuteAsync("COMMIT");
+        var consistent = last is { } l && rows.Select((r, rank) => r.Mode == l.Mode
+            && r.Value == (l.Mode == "smallest" ? r.Remaining : 10000 + (5 * rank))).All(ok => ok);
+        return new OrderingState(last?.Mode, last?.Ranked ?? 0, rows.Count, consistent,
+            string.Join(',', rows.Select(r => r.Value)));
+    }
+
+    private static async Task<bool> LaneIsLockedAsync(FreshDatabase db, long jobId)
+    {
+        await using var conn = await db.DataSource.OpenConnectionAsync();
+        await using var tx = await conn.BeginReadCommittedAsync(default);
+        try
+        {
+            await conn.ExecuteAsync("SELECT job_id FROM ordering WHERE job_id = @Id FOR UPDATE NOWAIT", new { Id = jobId }, tx);
+            return false;
+        }
+        catch (MySqlException ex) when (ex.ErrorCode == MySqlErrorCode.LockWaitTimeout)
+        {
+            return true;
+        }
+    }
+
+    private static async Task<int> RewriteCountAsync(FreshDatabase db, DateTime? periodStart = null)
+    {
+        await using var conn = await db.DataSource.OpenConnectionAsync();
+        return periodStart is { } p
+            ? await conn.ExecuteScalarAsync<int>("SELECT COUNT(*) FROM rewrite_log WHERE period_start = @P", new { P = p })
+            : await conn.ExecuteScalarAsync<int>("SELECT COUNT(*) FROM rewrite_log");
+    }
+
+    private static async Task<string> InstanceAsync(ServiceProcess p) =>
+        (await Http.GetFromJsonAsync<JsonElement>(new Uri(p.Url + "/healthz"))).GetProperty("instance").GetString()!;
+
+    private static async Task WaitUntilAsync(DateTime utc)
+    {
+        var wait = utc - DateTime.UtcNow;
+        if (wait > TimeSpan.Zero)
+        {
+            await Task.Delay(wait);
+        }
+    }
+
+    private static Task WaitForAsync(Func<bool> condition, string what, int seconds = 20) =>
+        WaitForAsync(() => Task.FromResult(condition()), what, seconds);
+
+    private static async Task WaitForAsync(Func<Task<bool>> condition, string what, int seconds = 20)
+    {
+        var deadline = DateTime.UtcNow.AddSeconds(seconds);
+        while (!await condition())
+        {
+            if (DateTime.UtcNow > deadline)
+            {
+                throw new TimeoutException("timed out waiting for " + what);
+            }
+            await Task.Delay(100);
+        }
+    }
+}
