@@ -13,6 +13,8 @@ public static class AuditActions
 {
     public const string OverrideSet = "override.set";
     public const string OverrideClear = "override.clear";
+    /// <summary>The Scheduler switched off an override whose time was up (actor <c>scheduler</c>).</summary>
+    public const string OverrideExpire = "override.expire";
     public const string Block = "job.block";
     public const string Unblock = "job.unblock";
     public const string Requeue = "job.requeue";

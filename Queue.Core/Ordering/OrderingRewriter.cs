@@ -4,6 +4,7 @@ using System.Text.Json;
 using Dapper;
 using Microsoft.Extensions.Logging;
 using MySqlConnector;
+using Queue.Core.Admin;
 using Queue.Core.Data;
 using Queue.Core.Sql;
 
@@ -128,6 +129,8 @@ public sealed partial class OrderingRewriter(
             await conn.ExecuteAsync(Cmd(RewriteSql.AuditOverrideExpired, new
             {
                 Now = now,
+                Actor,
+                Action = AuditActions.OverrideExpire,
                 o.JobId,
                 TenantId = tenantId,
                 Reason = "override expired",

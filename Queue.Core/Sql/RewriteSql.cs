@@ -121,15 +121,9 @@ public static class RewriteSql
 
     public const string AuditOverrideExpired = """
         INSERT INTO audit_log (at, actor, action, job_id, tenant_id, reason, before_json, after_json)
-        VALUES (@Now, 'scheduler', 'override-expired', @JobId, @TenantId, @Reason, @BeforeJson, @AfterJson)
+        VALUES (@Now, @Actor, @Action, @JobId, @TenantId, @Reason, @BeforeJson, @AfterJson)
         """;
 
     /// <summary>Jobs whose lanes still carry an override's value: after a sweep they go back to their mode's value.</summary>
     public const string JobHasOverrideLanes = "SELECT COUNT(*) FROM ordering WHERE job_id = @JobId AND mode = 'override'";
-
-    public const string LastRewrite = """
-        SELECT period_start AS PeriodStart, mode AS Mode, jobs_ranked AS JobsRanked, duration_ms AS DurationMs,
-               started_at AS StartedAt, finished_at AS FinishedAt, instance AS Instance
-        FROM rewrite_log ORDER BY id DESC LIMIT 1
-        """;
 }

@@ -144,8 +144,8 @@ public sealed class RewriteTests
         await using var conn = await db.DataSource.OpenConnectionAsync();
         Assert.Equal(0, await conn.ExecuteScalarAsync<int>("SELECT active FROM overrides WHERE id = @Id", new { Id = overrideId }));
         var audit = await conn.QuerySingleAsync<(string Actor, string Action, long JobId, long TenantId, string Before, string After)>(
-            "SELECT actor, action, job_id, tenant_id, before_json, after_json FROM audit_log WHERE action = 'override-expired'");
-        Assert.Equal(("scheduler", "override-expired", big, tenant), (audit.Actor, audit.Action, audit.JobId, audit.TenantId));
+            "SELECT actor, action, job_id, tenant_id, before_json, after_json FROM audit_log WHERE action = 'override.expire'");
+        Assert.Equal(("scheduler", "override.expire", big, tenant), (audit.Actor, audit.Action, audit.JobId, audit.TenantId));
         using var before = JsonDocument.Parse(audit.Before);
         using var after = JsonDocument.Parse(audit.After);
         Assert.Equal(overrideId, before.RootElement.GetProperty("overrideId").GetInt64());
@@ -178,7 +178,7 @@ public sealed class RewriteTests
         Assert.Equal(0, await bed.Rewriter.ExpireOverridesAsync());
 
         await using var conn = await db.DataSource.OpenConnectionAsync();
-        Assert.Equal(1, await conn.ExecuteScalarAsync<int>("SELECT COUNT(*) FROM audit_log WHERE action = 'override-expired' AND actor = 'scheduler' AND job_id = @Id", new { Id = newer }));
+        Assert.Equal(1, await conn.ExecuteScalarAsync<int>("SELECT COUNT(*) FROM audit_log WHERE action = 'override.expire' AND actor = 'scheduler' AND job_id = @Id", new { Id = newer }));
     }
 
     [Fact]
