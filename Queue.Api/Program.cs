@@ -1,5 +1,6 @@
 using Prometheus;
 using Queue.Api;
+using Queue.Api.Fairness;
 using Queue.Api.Infrastructure;
 using Queue.Api.Jobs;
 using Queue.Api.Work;
@@ -8,6 +9,7 @@ var builder = WebApplication.CreateSlimBuilder(args);
 builder.AddQueueApi();
 builder.Services.AddJobsApi();
 builder.Services.AddWorkerApi();
+builder.Services.AddFairnessApi();
 
 var app = builder.Build();
 app.UseApiProblems();
@@ -19,4 +21,5 @@ app.MapOpenApi("/openapi/v1.json").AllowAnonymous();
 app.MapOpsApi();
 app.MapJobsApi();
 app.MapWorkerApi();
+app.MapFairnessApi();
 app.Run();

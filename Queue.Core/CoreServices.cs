@@ -2,6 +2,7 @@ using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.DependencyInjection.Extensions;
 using Queue.Core.Claims;
 using Queue.Core.Data;
+using Queue.Core.Fairness;
 using Queue.Core.Jobs;
 using Queue.Core.Ordering;
 using Queue.Core.Security;
@@ -30,6 +31,7 @@ public static class CoreServices
         services.AddSingleton<ApiKeyService>();
         services.AddSingleton<TechnicianService>();
         services.AddJobs();
+        services.AddFairness();
         return services;
     }
 }

@@ -1,11 +1,20 @@
 using Microsoft.AspNetCore.Mvc.RazorPages;
+using MySqlConnector;
 using Queue.Core.Admin;
+using Queue.Core.Fairness;
 
 namespace Queue.Admin.Pages;
 
-public sealed class IndexModel(AdminQueries queries) : PageModel
+public sealed class IndexModel(AdminQueries queries, MySqlDataSource db, TimeProvider clock) : PageModel
 {
     public Dashboard Data { get; private set; } = null!;
 
-    public async Task OnGetAsync(CancellationToken ct) => Data = await queries.DashboardAsync(ct);
+    /// <summary>The fairness metrics each Api process wrote in the last five minutes (one per process).</summary>
+    public IReadOnlyList<FairnessSnapshot> Fairness { get; private set; } = [];
+
+    public async Task OnGetAsync(CancellationToken ct)
+    {
+        Data = await queries.DashboardAsync(ct);
+        Fairness = await FairnessMonitor.RecentAsync(db, clock.GetUtcNow().UtcDateTime, ct);
+    }
 }

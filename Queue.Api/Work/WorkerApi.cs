@@ -6,6 +6,7 @@ using Microsoft.AspNetCore.Mvc;
 using Queue.Api.Infrastructure;
 using Queue.Core;
 using Queue.Core.Claims;
+using Queue.Core.Fairness;
 
 namespace Queue.Api.Work;
 
@@ -40,7 +41,7 @@ public static class WorkerApi
 
     private static async Task<Results<Ok<NextResponse>, NoContent, ValidationProblem, ProblemHttpResult>> NextAsync(
         [FromBody(EmptyBodyBehavior = Microsoft.AspNetCore.Mvc.ModelBinding.EmptyBodyBehavior.Allow)] NextRequest? body,
-        ClaimDispatcher claims, WorkSignal signal, WorkStats stats, HttpContext http, CancellationToken ct)
+        ClaimDispatcher claims, WorkSignal signal, WorkStats stats, FairnessMonitor fairness, HttpContext http, CancellationToken ct)
     {
         body ??= new NextRequest(null, null, null, null, null);
         var errors = Validate(body);
@@ -63,6 +64,7 @@ public static class WorkerApi
                 if (items.Count > 0)
                 {
                     ApiMetrics.Claims.Inc(items.Count);
+                    fairness.Claimed(items);
                     return TypedResults.Ok(new NextResponse(items.Select(ToDto).ToList()));
                 }
                 var remaining = wait - Stopwatch.GetElapsedTime(started);

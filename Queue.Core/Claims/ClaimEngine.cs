@@ -83,8 +83,10 @@ public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, Time
             {
                 break;
             }
-            var reask = false;
-            for (var i = 0; i < fresh.Count && taken.Count < slots.Count && !reask;)
+            // A lane that used up its quota stays unvisited, so the selector is asked again after this round (it may
+            // offer the lane again); the round itself goes on through the other lanes, so that a selector can hand out
+            // one round of quotas across many tenants per query (tenant-fair).
+            for (var i = 0; i < fresh.Count && taken.Count < slots.Count;)
             {
                 // Lanes of one job are taken together so the job's lowest item id wins across its tasks.
                 var j = i + 1;
@@ -107,11 +109,7 @@ public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, Time
                     {
                         await RefreshHintAsync(conn, tx, lane, now, ct);
                     }
-                    if (lane.Quota is { } q && got.Count >= q)
-                    {
-                        reask = true; // the selector wants to decide again after its quota; this lane may come back
-                    }
-                    else
+                    if (lane.Quota is not { } q || got.Count < q)
                     {
                         visited.Add((lane.JobId, lane.Task));
                     }

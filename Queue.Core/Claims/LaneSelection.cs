@@ -6,8 +6,9 @@ namespace Queue.Core.Claims;
 
 /// <summary>One (job, task) lane of the ordering, as a selector hands it to the claim engine.</summary>
 /// <param name="Quota">
-/// How many items the engine may take from this lane before it must ask the selector again; null means no limit.
-/// A fair selector uses it to keep its shares item by item even when one transaction claims for many workers.
+/// How many items the engine may take from this lane in one round; null means no limit. A lane that used up its quota
+/// may be offered again when the engine asks the selector after the round. A fair selector uses it to keep its shares
+/// item by item even when one transaction claims for many workers.
 /// </param>
 public sealed record Lane(long JobId, string Task, long TenantId, long Value, int? Quota = null);
 

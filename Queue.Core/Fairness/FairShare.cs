@@ -4,9 +4,9 @@ namespace Queue.Core.Fairness;
 /// Weighted fair sharing of claims between tenants (stride scheduling with start-time virtual time, as in SFQ).
 /// Each tenant has a pass: the claims it was served divided by its weight. The next claim goes to the tenant with
 /// work whose pass is lowest (ties to the lower tenant id). <see cref="VirtualTime"/> is the lowest pass among the
-/// tenants that had claimable work at the last decision; a tenant that had none is lifted to it when it shows up
-/// again, so idling banks no credit: it starts level with the least-served active tenant. A continuously busy tenant
-/// is never below it.
+/// tenants that kept having claimable work; a tenant that had none is lifted to the least-served such tenant's pass
+/// when it shows up again, so idling banks no credit: it starts level with the least-served active tenant. Debt is
+/// kept (a tenant served ahead of its share and then idle is not lifted, nor lowered), as in start-time fair queueing.
 /// <para>
 /// The state is in memory, per Api process (docs/DESIGN.md "Fairness"): claims never write a shared row, and with
 /// several Api processes each one shares its own claims fairly, so their sum is fair too.
@@ -49,8 +49,9 @@ public sealed class FairShare
     }
 
     /// <summary>
-    /// These tenants have claimable work now. Any that fell behind the virtual time while it had none is lifted to it,
-    /// and the virtual time moves up to the lowest pass among them (the pass of whoever is served next).
+    /// These tenants have claimable work now. Any that fell behind the virtual time while it had none is lifted to the
+    /// pass of the least-served tenant that kept up (so it starts level, and loses the tie to the lower id), and the
+    /// virtual time moves up to that pass.
     /// </summary>
     public void Backlogged(IReadOnlyCollection<long> tenants)
     {
@@ -60,14 +61,24 @@ public sealed class FairShare
         }
         lock (gate)
         {
-            var min = double.MaxValue;
+            var level = double.MaxValue;
             foreach (var t in tenants)
             {
-                var p = Math.Max(pass.GetValueOrDefault(t), virtualTime);
-                pass[t] = p;
-                min = Math.Min(min, p);
+                var p = pass.GetValueOrDefault(t);
+                if (p >= virtualTime)
+                {
+                    level = Math.Min(level, p);
+                }
             }
-            virtualTime = Math.Max(virtualTime, min);
+            if (level == double.MaxValue)
+            {
+                level = virtualTime; // all of them come back from idling: they start level with each other
+            }
+            foreach (var t in tenants)
+            {
+                pass[t] = Math.Max(pass.GetValueOrDefault(t), level);
+            }
+            virtualTime = Math.Max(virtualTime, level);
         }
     }
 

@@ -130,8 +130,12 @@ public static class FairnessMetrics
                         acc = new MinuteAccumulator();
                         minutes[minute] = acc;
                     }
-                    for (var d = 0; d < e.Count; d++)
+                    // Decisions in a row for one job share their candidates until the claimant runs out of ready
+                    // work, so they are counted in chunks: cost per event and candidate, not per item.
+                    for (var left = e.Count; left > 0;)
                     {
+                        var ownReady = tenantReady.GetValueOrDefault(e.Tenant);
+                        var chunk = ownReady > 0 ? (int)Math.Min(left, ownReady) : left;
                         candidates.Clear();
                         foreach (var (tenant, ready) in tenantReady)
                         {
@@ -147,7 +151,7 @@ public static class FairnessMetrics
                         var total = candidates.Sum(Weight);
                         foreach (var c in candidates)
                         {
-                            var entitled = Weight(c) / total;
+                            var entitled = Weight(c) / total * chunk;
                             acc.Entitled[c] = acc.Entitled.GetValueOrDefault(c) + entitled;
                             if (candidates.Count > 1)
                             {
@@ -156,26 +160,27 @@ public static class FairnessMetrics
                                     s = new ShareAccumulator();
                                     shares[c] = s;
                                 }
-                                s.Decisions++;
+                                s.Decisions += chunk;
                                 s.Entitled += entitled;
                                 if (c == e.Tenant)
                                 {
-                                    s.Received++;
+                                    s.Received += chunk;
                                 }
                             }
                         }
-                        acc.Received[e.Tenant] = acc.Received.GetValueOrDefault(e.Tenant) + 1;
-                        acc.Decisions++;
+                        acc.Received[e.Tenant] = acc.Received.GetValueOrDefault(e.Tenant) + chunk;
+                        acc.Decisions += chunk;
                         if (job.WaitingSince is { } since)
                         {
                             Starved(job.Tenant, e.At - since);
                         }
                         job.WaitingSince = null;
-                        SetReady(job, job.Ready - 1, e.At);
+                        SetReady(job, job.Ready - chunk, e.At);
                         if (job.Ready > 0)
                         {
                             job.WaitingSince = e.At;
                         }
+                        left -= chunk;
                     }
                     break;
             }

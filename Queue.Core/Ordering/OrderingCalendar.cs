@@ -17,11 +17,15 @@ public sealed class OrderingOptions
     public string TimeZone { get; set; } = "UTC";
 
     /// <summary><c>seed</c> (CONTRACT.md's job order) or <c>tenant-fair</c>.</summary>
-    public string Policy { get; set; } = "seed";
+    public string Policy { get; set; } = Seed;
+
+    public const string Seed = "seed";
+
+    public const string TenantFair = "tenant-fair";
 
     public bool IsValid() =>
         Period >= TimeSpan.FromSeconds(1) && Period <= TimeSpan.FromDays(1)
-        && Policy is "seed" or "tenant-fair"
+        && Policy is Seed or TenantFair
         && TryZone(TimeZone) is not null;
 
     internal static TimeZoneInfo? TryZone(string id)

@@ -4,12 +4,16 @@ using Microsoft.AspNetCore.Mvc.RazorPages;
 using Queue.Admin.Infrastructure;
 using Queue.Core;
 using Queue.Core.Admin;
+using Queue.Core.Fairness;
 
 namespace Queue.Admin.Pages.Jobs;
 
 /// <summary>One job: items by state, ordering, dead items with their errors, and the technicians' actions.</summary>
-public sealed class JobModel(AdminQueries queries, JobActions actions, TimeProvider clock) : PageModel
+public sealed class JobModel(AdminQueries queries, JobActions actions, ExplainService explain, TimeProvider clock) : PageModel
 {
+    /// <summary>The same explanation a customer gets from GET /jobs/{id}/explain.</summary>
+    public JobExplanation? Explanation { get; private set; }
+
     public const int DeadPageSize = 50;
 
     public JobDetail Detail { get; private set; } = null!;
@@ -168,6 +172,7 @@ public sealed class JobModel(AdminQueries queries, JobActions actions, TimeProvi
             return false;
         }
         Detail = detail;
+        Explanation = await explain.ExplainAnyTenantAsync(id, ct);
         LowestValue = await queries.LowestValueAsync(ct);
         Now = clock.GetUtcNow().UtcDateTime;
         return true;

@@ -5,11 +5,24 @@ using Microsoft.Extensions.DependencyInjection;
 namespace Queue.Tests.Work;
 
 /// <summary>CONTRACT.md "Ordering", as /next hands items out. The fake clock starts in an even hour (smallest-first).</summary>
-public sealed class OrderingClaimTests(DirectClaimFixture fx) : IClassFixture<DirectClaimFixture>
+public sealed class OrderingClaimTests(DirectClaimFixture fx) : OrderingClaimTestsBase<DirectClaimFixture>(fx), IClassFixture<DirectClaimFixture>;
+
+/// <summary>
+/// The single-tenant ordering tests, for any fixture: Fairness/TenantFairOrderingClaimTests runs them again with
+/// Ordering:Policy = tenant-fair, which must keep the seed's order within one tenant.
+/// </summary>
+public abstract class OrderingClaimTestsBase<TFixture>(TFixture fx) where TFixture : WorkFixture
 {
     [Fact]
     public async Task Smallest_first_serves_the_job_with_the_fewest_open_items_then_the_lowest_item_id()
     {
+        // The fixture's clock is shared: another test of the class may have moved it into an odd hour (oldest-first).
+        var now = fx.Clock.GetUtcNow();
+        if (fx.Service<OrderingCalendar>().Current.Mode != OrderingMode.Smallest)
+        {
+            fx.Clock.SetUtcNow(new DateTimeOffset(now.Year, now.Month, now.Day, now.Hour, 0, 0, TimeSpan.Zero).AddHours(1).AddMinutes(1));
+        }
+        Assert.Equal(OrderingMode.Smallest, fx.Service<OrderingCalendar>().Current.Mode);
         var (tenant, _) = await fx.NewCustomerAsync();
         var big = await fx.NewJobAsync(tenant.Id, 5, ["order-small"]);
         var small = await fx.NewJobAsync(tenant.Id, 2, ["order-small"]);

@@ -1,0 +1,168 @@
+using Dapper;
+using MySqlConnector;
+using Queue.Core.Claims;
+using Queue.Core.Sql;
+
+namespace Queue.Core.Fairness;
+
+/// <summary>
+/// <c>Ordering:Policy = tenant-fair</c>: claimable override lanes first, in override order; then the tenant whose turn
+/// it is by weighted fair sharing of claims (<see cref="FairShare"/>); then that tenant's head lane in seed order
+/// (value, job id), and the engine takes its lowest item ids. Each claim round offers every tenant with work (up to
+/// <see cref="FairnessSql.HeadsPerQuery"/> per query, in turn order) one lane with a quota of its weight's worth of
+/// claims, so a batch of claims is split across tenants by the same rule as single claims.
+/// <para>Cost per round: one override range, one loose index scan over the tenants with lanes, and one head query per
+/// eight tenants; never a scan of jobs or items. With one tenant it returns that tenant's lanes in seed order.</para>
+/// </summary>
+public sealed class TenantFairLaneSelector(FairShare fair, TimeProvider clock) : ILaneSelector
+{
+    private static readonly TimeSpan WeightsFor = TimeSpan.FromSeconds(5);
+
+    private readonly Lock gate = new();
+    private Dictionary<long, int> weights = [];
+    private DateTimeOffset weightsAt = DateTimeOffset.MinValue;
+
+    public FairShare Share => fair;
+
+    public async Task<IReadOnlyList<Lane>> SelectAsync(MySqlConnection conn, MySqlTransaction tx, LaneQuery query, CancellationToken ct)
+    {
+        var lanes = new List<Lane>();
+        var overrides = query.Tasks.Count == 0
+            ? await conn.QueryAsync<LaneRow>(Cmd(FairnessSql.OverrideLanes, new { query.Now, query.Limit }, tx, ct))
+            : await conn.QueryAsync<LaneRow>(Cmd(FairnessSql.OverrideLanesForTasks, new { query.Now, query.Limit, query.Tasks }, tx, ct));
+        lanes.AddRange(overrides.Select(r => r.ToLane(null)));
+
+        var tenants = new HashSet<long>();
+        if (query.Tasks.Count == 0)
+        {
+            tenants.UnionWith(await conn.QueryAsync<long>(Cmd(FairnessSql.TenantsWithLanes, null, tx, ct)));
+        }
+        else
+        {
+            foreach (var task in query.Tasks)
+            {
+                tenants.UnionWith(await conn.QueryAsync<long>(Cmd(FairnessSql.TenantsWithLanesForTask, new { Task = task }, tx, ct)));
+            }
+        }
+        if (tenants.Count == 0)
+        {
+            return lanes;
+        }
+        await RefreshWeightsAsync(conn, tx, tenants, ct);
+        if (tenants.Count == 1)
+        {
+            // Nobody to share with: the tenant's own lanes in seed order, as many as the engine asked for.
+            var only = tenants.First();
+            var own = await TenantLanesAsync(conn, tx, only, query, ct);
+            if (own.Count > 0)
+            {
+                fair.Backlogged([only]);
+            }
+            lanes.AddRange(own);
+            return lanes;
+        }
+
+        var heads = new Dictionary<long, Lane>();
+        var ranked = fair.Rank(tenants);
+        for (var i = 0; i < ranked.Count && heads.Count < FairnessSql.HeadsPerQuery; i += FairnessSql.HeadsPerQuery)
+        {
+            var chunk = ranked.Skip(i).Take(FairnessSql.HeadsPerQuery).ToList();
+            foreach (var head in await HeadsAsync(conn, tx, chunk, query, ct))
+            {
+                heads[head.TenantId] = head;
+            }
+        }
+        var backlogged = ranked.Where(heads.ContainsKey).ToList();
+        fair.Backlogged(backlogged);
+        // One round of weighted round robin: each tenant's quota is its weight's worth of the round.
+        var picks = backlogged.Sum(Weight);
+        foreach (var (tenant, count) in fair.Plan(backlogged, Weight, picks))
+        {
+            lanes.Add(heads[tenant] with { Quota = count });
+        }
+        return lanes;
+    }
+
+    public void Claimed(long tenantId, int count) => fair.Charge(tenantId, count, Weight(tenantId));
+
+    public int Weight(long tenantId)
+    {
+        lock (gate)
+        {
+            return weights.TryGetValue(tenantId, out var w) && w > 0 ? w : 1;
+        }
+    }
+
+    /// <summary>Tenant weights, re-read every few seconds, and at once when a tenant shows up that the cache does not know.</summary>
+    private async Task RefreshWeightsAsync(MySqlConnection conn, MySqlTransaction tx, IEnumerable<long> tenants, CancellationToken ct)
+    {
+        var now = clock.GetUtcNow();
+        lock (gate)
+        {
+            if (now - weightsAt < WeightsFor && now >= weightsAt && tenants.All(weights.ContainsKey))
+            {
+                return;
+            }
+        }
+        var rows = await conn.QueryAsync<(long Id, int Weight)>(Cmd(FairnessSql.TenantWeights, null, tx, ct));
+        var map = rows.ToDictionary(r => r.Id, r => r.Weight);
+        lock (gate)
+        {
+            weights = map;
+            weightsAt = now;
+        }
+    }
+
+    private static async Task<List<Lane>> TenantLanesAsync(MySqlConnection conn, MySqlTransaction tx, long tenant, LaneQuery query, CancellationToken ct)
+    {
+        if (query.Tasks.Count == 0)
+        {
+            return (await conn.QueryAsync<LaneRow>(Cmd(FairnessSql.TenantLanes, new { TenantId = tenant, query.Now, query.Limit }, tx, ct)))
+                .Select(r => r.ToLane(null)).ToList();
+        }
+        var lanes = new List<Lane>();
+        foreach (var task in query.Tasks)
+        {
+            lanes.AddRange((await conn.QueryAsync<LaneRow>(Cmd(FairnessSql.TenantLanesForTask,
+                new { Task = task, TenantId = tenant, query.Now, query.Limit }, tx, ct))).Select(r => r.ToLane(null)));
+        }
+        lanes.Sort(SeedOrder);
+        return lanes.Take(query.Limit).ToList();
+    }
+
+    /// <summary>Each tenant's first claimable lane in seed order (across the worker's tasks), for up to eight tenants.</summary>
+    private static async Task<List<Lane>> HeadsAsync(MySqlConnection conn, MySqlTransaction tx, List<long> chunk, LaneQuery query, CancellationToken ct)
+    {
+        var args = new DynamicParameters();
+        for (var k = 0; k < FairnessSql.HeadsPerQuery; k++)
+        {
+            args.Add("T" + k.ToString(System.Globalization.CultureInfo.InvariantCulture), k < chunk.Count ? chunk[k] : -1L);
+        }
+        args.Add("Now", query.Now);
+        var found = new List<Lane>();
+        if (query.Tasks.Count == 0)
+        {
+            found.AddRange((await conn.QueryAsync<LaneRow>(Cmd(FairnessSql.TenantHeads, args, tx, ct))).Select(r => r.ToLane(null)));
+        }
+        else
+        {
+            foreach (var task in query.Tasks)
+            {
+                args.Add("Task", task);
+                found.AddRange((await conn.QueryAsync<LaneRow>(Cmd(FairnessSql.TenantHeadsForTask, args, tx, ct))).Select(r => r.ToLane(null)));
+            }
+        }
+        found.Sort(SeedOrder);
+        return found.GroupBy(l => l.TenantId).Select(g => g.First()).ToList();
+    }
+
+    private static int SeedOrder(Lane a, Lane b) =>
+        a.Value != b.Value ? a.Value.CompareTo(b.Value) : a.JobId != b.JobId ? a.JobId.CompareTo(b.JobId) : string.CompareOrdinal(a.Task, b.Task);
+
+    private static CommandDefinition Cmd(string sql, object? args, MySqlTransaction tx, CancellationToken ct) => new(sql, args, tx, cancellationToken: ct);
+
+    private sealed record LaneRow(long JobId, string Task, long TenantId, long Value)
+    {
+        public Lane ToLane(int? quota) => new(JobId, Task, TenantId, Value, quota);
+    }
+}

@@ -1,0 +1,231 @@
+namespace Queue.Core.Sql;
+
+/// <summary>
+/// The tenant-fair claim policy (docs/DESIGN.md "Fairness"), explain, and the fairness metrics' samples. Every claim-path
+/// query walks an index of the ordering table in order and stops early: its cost grows with active tenants only.
+/// </summary>
+public static class FairnessSql
+{
+    /// <summary>Tenants that have unblocked lanes: one index dive per tenant (loose index scan on ix_ordering_tenant).</summary>
+    public const string TenantsWithLanes = """
+        SELECT tenant_id FROM ordering FORCE INDEX (ix_ordering_tenant) WHERE blocked = 0 GROUP BY tenant_id
+        """;
+
+    public const string TenantsWithLanesForTask = """
+        SELECT tenant_id FROM ordering FORCE INDEX (ix_ordering_task_tenant) WHERE blocked = 0 AND task = @Task GROUP BY tenant_id
+        """;
+
+    /// <summary>Override lanes that are claimable, in override order: served before any tenant choice.</summary>
+    public const string OverrideLanes = """
+        SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value
+        FROM ordering FORCE INDEX (ix_ordering_mode)
+        WHERE blocked = 0 AND mode = 'override' AND available_at <= @Now
+        ORDER BY value, job_id, task
+        LIMIT @Limit
+        """;
+
+    /// <summary>The same for a worker's task list; override lanes are few, so the task filter runs inside that range.</summary>
+    public const string OverrideLanesForTasks = """
+        SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value
+        FROM ordering FORCE INDEX (ix_ordering_mode)
+        WHERE blocked = 0 AND mode = 'override' AND available_at <= @Now AND task IN @Tasks
+        ORDER BY value, job_id, task
+        LIMIT @Limit
+        """;
+
+    /// <summary>One tenant's claimable lanes in seed order (its override lanes come from <see cref="OverrideLanes"/>).</summary>
+    public const string TenantLanes = """
+        SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value
+        FROM ordering FORCE INDEX (ix_ordering_tenant)
+        WHERE blocked = 0 AND tenant_id = @TenantId AND mode <> 'override' AND available_at <= @Now
+        ORDER BY value, job_id, task
+        LIMIT @Limit
+        """;
+
+    public const string TenantLanesForTask = """
+        SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value
+        FROM ordering FORCE INDEX (ix_ordering_task_tenant)
+        WHERE blocked = 0 AND task = @Task AND tenant_id = @TenantId AND mode <> 'override' AND available_at <= @Now
+        ORDER BY value, job_id
+        LIMIT @Limit
+        """;
+
+    /// <summary>How many tenants' heads one <see cref="TenantHeads"/> query fetches; unused slots get tenant id -1.</summary>
+    public const int HeadsPerQuery = 8;
+
+    /// <summary>The head lane (seed order, overrides aside) of each of up to eight tenants, @T0..@T7, in one round trip.</summary>
+    public const string TenantHeads = """
+        (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_tenant)
+         WHERE blocked = 0 AND tenant_id = @T0 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id, task LIMIT 1)
+        UNION ALL
+        (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_tenant)
+         WHERE blocked = 0 AND tenant_id = @T1 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id, task LIMIT 1)
+        UNION ALL
+        (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_tenant)
+         WHERE blocked = 0 AND tenant_id = @T2 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id, task LIMIT 1)
+        UNION ALL
+        (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_tenant)
+         WHERE blocked = 0 AND tenant_id = @T3 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id, task LIMIT 1)
+        UNION ALL
+        (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_tenant)
+         WHERE blocked = 0 AND tenant_id = @T4 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id, task LIMIT 1)
+        UNION ALL
+        (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_tenant)
+         WHERE blocked = 0 AND tenant_id = @T5 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id, task LIMIT 1)
+        UNION ALL
+        (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_tenant)
+         WHERE blocked = 0 AND tenant_id = @T6 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id, task LIMIT 1)
+        UNION ALL
+        (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_tenant)
+         WHERE blocked = 0 AND tenant_id = @T7 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id, task LIMIT 1)
+        """;
+
+    /// <summary>The same for one task.</summary>
+    public const string TenantHeadsForTask = """
+        (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_task_tenant)
+         WHERE blocked = 0 AND task = @Task AND tenant_id = @T0 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id LIMIT 1)
+        UNION ALL
+        (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_task_tenant)
+         WHERE blocked = 0 AND task = @Task AND tenant_id = @T1 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id LIMIT 1)
+        UNION ALL
+        (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_task_tenant)
+         WHERE blocked = 0 AND task = @Task AND tenant_id = @T2 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id LIMIT 1)
+        UNION ALL
+        (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_task_tenant)
+         WHERE blocked = 0 AND task = @Task AND tenant_id = @T3 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id LIMIT 1)
+        UNION ALL
+        (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_task_tenant)
+         WHERE blocked = 0 AND task = @Task AND tenant_id = @T4 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id LIMIT 1)
+        UNION ALL
+        (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_task_tenant)
+         WHERE blocked = 0 AND task = @Task AND tenant_id = @T5 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id LIMIT 1)
+        UNION ALL
+        (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_task_tenant)
+         WHERE blocked = 0 AND task = @Task AND tenant_id = @T6 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id LIMIT 1)
+        UNION ALL
+        (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_task_tenant)
+         WHERE blocked = 0 AND task = @Task AND tenant_id = @T7 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id LIMIT 1)
+        """;
+
+    public const string TenantWeights = "SELECT id AS Id, weight AS Weight FROM tenants";
+
+    /// <summary>Simulator-only FIFO policy: lanes by job id alone (the oldest job first), whatever its value.</summary>
+    public const string FifoLanes = """
+        SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value
+        FROM ordering
+        WHERE blocked = 0 AND available_at <= @Now
+        ORDER BY job_id, task
+        LIMIT @Limit
+        """;
+
+    // ---- Explain (GET /jobs/{id}/explain). Not on the claim path: these walk the lanes ahead of one job.
+
+    public const string ExplainJob = """
+        SELECT id AS Id, tenant_id AS TenantId, state AS State,
+               items_total - items_done - items_dead - items_cancelled AS Active
+        FROM jobs WHERE id = @JobId AND tenant_id = @TenantId
+        """;
+
+    public const string ExplainJobAnyTenant = """
+        SELECT id AS Id, tenant_id AS TenantId, state AS State,
+               items_total - items_done - items_dead - items_cancelled AS Active
+        FROM jobs WHERE id = @JobId
+        """;
+
+    /// <summary>The job's place in the ordering: all its lanes share value and mode; claimable if any lane is.</summary>
+    public const string ExplainLanes = """
+        SELECT COUNT(*) AS Lanes, MIN(value) AS Value, MIN(mode) AS Mode, MAX(blocked) AS Blocked,
+               MAX(IF(blocked = 0 AND available_at <= @Now, 1, 0)) AS Claimable
+        FROM ordering WHERE job_id = @JobId
+        """;
+
+    /// <summary>Leases still live: the job's ready items are its active ones minus these (an expired lease counts as ready).</summary>
+    public const string ExplainLiveLeases = "SELECT COUNT(*) FROM items WHERE job_id = @JobId AND state = 1 AND due_at > @Now";
+
+    public const string ExplainOverride = """
+        SELECT priority AS Priority, expires_at AS ExpiresAt FROM overrides
+        WHERE job_id = @JobId AND active = 1 AND expires_at > @Now ORDER BY id DESC LIMIT 1
+        """;
+
+    /// <summary>
+    /// The seed's jobs ahead of (@Value, @JobId), grouped by why: an override, a smaller value (smallest-first), or an
+    /// older job (oldest-first, or the same value and a lower id). With their active items, for the ETA.
+    /// </summary>
+    public const string ExplainAhead = """
+        SELECT a.reason AS Reason, COUNT(*) AS Jobs, CAST(COALESCE(SUM(j.items_total - j.items_done - j.items_dead - j.items_cancelled), 0) AS SIGNED) AS Items
+        FROM (
+          SELECT job_id,
+                 CASE WHEN MIN(mode) = 'override' THEN 'override'
+                      WHEN MIN(value) < @Value AND MIN(mode) = 'smallest' THEN 'smaller'
+                      ELSE 'older' END AS reason
+          FROM ordering
+          WHERE blocked = 0 AND available_at <= @Now AND job_id <> @JobId
+            AND (value < @Value OR (value = @Value AND job_id < @JobId))
+          GROUP BY job_id
+        ) a JOIN jobs j ON j.id = a.job_id
+        GROUP BY a.reason
+        """;
+
+    /// <summary>The same, within one tenant (tenant-fair: only the own tenant's jobs compete by value).</summary>
+    public const string ExplainAheadInTenant = """
+        SELECT a.reason AS Reason, COUNT(*) AS Jobs, CAST(COALESCE(SUM(j.items_total - j.items_done - j.items_dead - j.items_cancelled), 0) AS SIGNED) AS Items
+        FROM (
+          SELECT job_id,
+                 CASE WHEN MIN(mode) = 'override' THEN 'override'
+                      WHEN MIN(value) < @Value AND MIN(mode) = 'smallest' THEN 'smaller'
+                      ELSE 'older' END AS reason
+          FROM ordering FORCE INDEX (ix_ordering_tenant)
+          WHERE blocked = 0 AND tenant_id = @TenantId AND available_at <= @Now AND job_id <> @JobId
+            AND mode <> 'override' AND (value < @Value OR (value = @Value AND job_id < @JobId))
+          GROUP BY job_id
+        ) a JOIN jobs j ON j.id = a.job_id
+        GROUP BY a.reason
+        """;
+
+    /// <summary>Tenant-fair: every claimable override job of any tenant comes first (except the job itself).</summary>
+    public const string ExplainOverridesAhead = """
+        SELECT COUNT(*) AS Jobs, CAST(COALESCE(SUM(j.items_total - j.items_done - j.items_dead - j.items_cancelled), 0) AS SIGNED) AS Items
+        FROM (SELECT DISTINCT job_id FROM ordering FORCE INDEX (ix_ordering_mode)
+              WHERE blocked = 0 AND mode = 'override' AND available_at <= @Now AND job_id <> @JobId
+                AND (@IsOverride = 0 OR value < @Value OR (value = @Value AND job_id < @JobId))) o
+        JOIN jobs j ON j.id = o.job_id
+        """;
+
+    /// <summary>Other tenants with claimable work, for "another tenant's turn" and the fair share of throughput.</summary>
+    public const string ExplainOtherTenants = """
+        SELECT tenant_id FROM ordering FORCE INDEX (ix_ordering_tenant)
+        WHERE blocked = 0 AND tenant_id <> @TenantId AND available_at <= @Now AND mode <> 'override'
+        GROUP BY tenant_id
+        """;
+
+    /// <summary>Completions so far, summed over tenants: the ETA's throughput is its growth over time.</summary>
+    public const string TotalCompletions = "SELECT CAST(COALESCE(SUM(completions), 0) AS SIGNED) FROM tenant_counters";
+
+    // ---- The fairness monitor of each Api process (samples every few seconds, a report every minute).
+
+    /// <summary>Jobs with a claimable lane and their active items: the ready work the metrics' trace is corrected with.</summary>
+    public const string SampleClaimable = """
+        SELECT o.tenant_id AS TenantId, o.job_id AS JobId,
+               j.items_total - j.items_done - j.items_dead - j.items_cancelled AS Active
+        FROM (SELECT job_id, MIN(tenant_id) AS tenant_id FROM ordering
+              WHERE blocked = 0 AND available_at <= @Now GROUP BY job_id) o
+        JOIN jobs j ON j.id = o.job_id
+        """;
+
+    public const string FinishedJobs = """
+        SELECT tenant_id AS TenantId, id AS JobId, items_total AS Items, created_at AS CreatedAt, finished_at AS FinishedAt
+        FROM jobs FORCE INDEX (ix_jobs_state_finished)
+        WHERE state = 2 AND finished_at > @Since
+        """;
+
+    public const string TenantNames = "SELECT id AS Id, name AS Name FROM tenants";
+
+    public const string UpsertReport = """
+        INSERT INTO fairness_reports (instance, at, report) VALUES (@Instance, @At, @Report)
+        ON DUPLICATE KEY UPDATE at = VALUES(at), report = VALUES(report)
+        """;
+
+    public const string RecentReports = """
+        SELECT instance AS Instance, at AS At, report AS Report FROM fairness_reports WHERE at > @Since ORDER BY instance
+        """;
+}

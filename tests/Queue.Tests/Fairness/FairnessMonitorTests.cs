@@ -1,0 +1,78 @@
+using Queue.Core.Fairness;
+using Queue.Tests.Admin;
+
+namespace Queue.Tests.Fairness;
+
+/// <summary>The Api's fairness monitor: claims and ready samples in, the same metrics as the simulator out.</summary>
+public sealed class FairnessMonitorTests(TenantFairFixture fx) : IClassFixture<TenantFairFixture>
+{
+    [Fact]
+    public async Task The_monitor_turns_the_claims_it_saw_into_jain_starvation_and_metrics()
+    {
+        var (a, _) = await fx.NewCustomerAsync();
+        var (b, _) = await fx.NewCustomerAsync();
+        await fx.NewJobAsync(a.Id, 4, ["monitor"]);
+        await fx.NewJobAsync(b.Id, 4, ["monitor"]);
+        var monitor = fx.Service<FairnessMonitor>();
+        await monitor.SampleAsync(default);
+
+        var served = await fx.ClaimTenantsAsync("monitor", 4);
+        Assert.Equal(2, served.Count(n => n == a.Name));
+        fx.Clock.Advance(TimeSpan.FromSeconds(61));
+        var report = await monitor.ReportAsync(default);
+
+        // Both tenants had work at every claim and got half of them: received = entitled, so J = 1.
+        var minute = Assert.Single(report.Minutes);
+        Assert.Equal(1.0, minute.Jain, 9);
+        Assert.Equal(2, minute.Tenants);
+        Assert.Equal(4, minute.Decisions);
+        // Two items of each job are still ready and unclaimed since the last claim, 61 s ago.
+        Assert.Equal(61, report.Starvation.Single(s => s.Tenant == a.Name).Seconds, 0);
+        using var http = fx.Api.CreateClient();
+        var metrics = await http.GetStringAsync(new Uri("/metrics", UriKind.Relative));
+        Assert.Contains("queue_fairness_jain ", metrics, StringComparison.Ordinal);
+        Assert.Contains("queue_fairness_starvation_seconds", metrics, StringComparison.Ordinal);
+        var stored = await FairnessMonitor.RecentAsync(fx.DataSource, fx.Now, default);
+        Assert.Contains(stored, s => s.Instance == monitor.Instance && s.Minutes.Count == 1);
+    }
+}
+
+/// <summary>The Admin shows what the Api processes reported, and a job's explanation.</summary>
+public sealed class AdminFairnessTests(AdminFixture fx) : IClassFixture<AdminFixture>
+{
+    private static readonly System.Text.Json.JsonSerializerOptions Web = new(System.Text.Json.JsonSerializerDefaults.Web);
+
+    [Fact]
+    public async Task The_dashboard_shows_each_api_processs_fairness_report()
+    {
+        var now = DateTime.UtcNow;
+        var minute = new DateTime(now.Ticks - (now.Ticks % TimeSpan.TicksPerMinute), DateTimeKind.Utc).AddMinutes(-1);
+        var snapshot = new FairnessSnapshot("api-test:1", now, [new MinuteFairness(minute, 0.875, 3, 120)],
+            [new StretchBucket("1-10", 10, 7, 1.5, 3.25)], [new TenantStarvation("acme", 42)], 12.5);
+        await fx.Seed.ExecuteAsync("INSERT INTO fairness_reports (instance, at, report) VALUES ('api-test:1', @At, @Report)",
+            new { At = now, Report = System.Text.Json.JsonSerializer.Serialize(snapshot, Web) });
+
+        using var b = await fx.SignedInAsync();
+        var doc = await b.GetAsync("/");
+        var section = doc.QuerySelector("#fairness")!.TextContent;
+
+        Assert.Contains("api-test:1", section, StringComparison.Ordinal);
+        Assert.Contains("0.875", section, StringComparison.Ordinal);
+        Assert.Contains("3.3", doc.QuerySelector(".fairness-stretch")!.TextContent, StringComparison.Ordinal);
+        Assert.Contains("acme", doc.QuerySelector(".fairness-starvation")!.TextContent, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task The_job_page_explains_the_jobs_position_like_the_api()
+    {
+        var (tenant, _) = await fx.NewCustomerAsync();
+        await fx.Seed.JobAsync(tenant.Id, "small-one", 2);
+        var job = await fx.Seed.JobAsync(tenant.Id, "bigger", 9);
+
+        using var b = await fx.SignedInAsync();
+        var doc = await b.GetAsync($"/jobs/{job}");
+
+        Assert.Equal("seed", doc.QuerySelector("#explain-policy")!.TextContent.Trim());
+        Assert.Contains("1 smaller", doc.QuerySelector("#explain")!.TextContent, StringComparison.Ordinal);
+    }
+}

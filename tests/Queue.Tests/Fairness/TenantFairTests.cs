@@ -1,0 +1,176 @@
+using Dapper;
+using Queue.Core.Data;
+using Queue.Core.Ordering;
+using Queue.Core.Security;
+using Queue.Tests.Work;
+
+namespace Queue.Tests.Fairness;
+
+/// <summary>The Api with <c>Ordering:Policy = tenant-fair</c>, a fake clock, and every claim straight from a claim transaction.</summary>
+public sealed class TenantFairFixture : WorkFixture
+{
+    protected override IDictionary<string, string?> Settings => new Dictionary<string, string?>
+    {
+        ["Ordering:Policy"] = "tenant-fair",
+        ["Claims:Prefetch"] = "0",
+    };
+
+    /// <summary>Claims one item at a time, <paramref name="n"/> times, and returns the tenant name of each.</summary>
+    public async Task<List<string>> ClaimTenantsAsync(string task, int n, int max = 1)
+    {
+        using var http = Worker();
+        var names = new List<string>();
+        for (var i = 0; i < n; i++)
+        {
+            names.AddRange((await ClaimAsync(http, new { tasks = new[] { task }, max })).Select(e => e.GetProperty("tenant").GetString()!));
+        }
+        return names;
+    }
+
+    public async Task<List<long>> ClaimJobsAsync(string task, int n)
+    {
+        using var http = Worker();
+        var jobs = new List<long>();
+        for (var i = 0; i < n; i++)
+        {
+            jobs.AddRange((await ClaimAsync(http, new { tasks = new[] { task } })).Select(e => e.GetProperty("jobId").GetInt64()));
+        }
+        return jobs;
+    }
+
+    /// <summary>A technician's override, as the Admin applies it: the overrides row and the lanes' value at once.</summary>
+    public Task OverrideAsync(long jobId, long priority) => OverrideAsync(this, jobId, priority);
+
+    public static async Task OverrideAsync(WorkFixture fx, long jobId, long priority)
+    {
+        var tech = await fx.Technicians.CreateAsync("tech-" + Guid.NewGuid().ToString("N")[..8], "a-long-enough-password", default);
+        await using var conn = await fx.DataSource.OpenConnectionAsync();
+        await using var tx = await conn.BeginReadCommittedAsync(default);
+        await conn.ExecuteAsync("""
+            INSERT INTO overrides (job_id, priority, active, reason, technician_id, expires_at, created_at, updated_at)
+            VALUES (@JobId, @Priority, 1, 'test', @Tech, @Expires, @Now, @Now)
+            """, new { JobId = jobId, Priority = priority, Tech = tech.Id, Expires = fx.Now.AddHours(1), fx.Now }, tx);
+        await new OrderingLanes(new OrderingCalendar(fx.Clock, Microsoft.Extensions.Options.Options.Create(new OrderingOptions())), fx.Clock)
+            .ApplyOverrideAsync(conn, tx, jobId, priority, default);
+        await tx.CommitAsync();
+    }
+}
+
+public sealed class TenantFairTests(TenantFairFixture fx) : IClassFixture<TenantFairFixture>
+{
+    [Fact]
+    public async Task Tenants_take_turns_where_seed_would_serve_the_older_equal_jobs_first()
+    {
+        var (a, _) = await fx.NewCustomerAsync("fa-" + Guid.NewGuid().ToString("N")[..6]);
+        var (b, _) = await fx.NewCustomerAsync("fb-" + Guid.NewGuid().ToString("N")[..6]);
+        // Three jobs of A, all as small as B's and older: the seed order would serve all nine of A's items first.
+        for (var i = 0; i < 3; i++)
+        {
+            await fx.NewJobAsync(a.Id, 3, ["turns"]);
+        }
+        await fx.NewJobAsync(b.Id, 3, ["turns"]);
+
+        var served = await fx.ClaimTenantsAsync("turns", 6);
+
+        Assert.Equal([a.Name, b.Name, a.Name, b.Name, a.Name, b.Name], served);
+    }
+
+    [Fact]
+    public async Task Claims_are_shared_in_proportion_to_the_tenants_weights()
+    {
+        var (a, _) = await fx.NewCustomerAsync("wa-" + Guid.NewGuid().ToString("N")[..6], new TenantSettings(["text"], Weight: 3));
+        var (b, _) = await fx.NewCustomerAsync("wb-" + Guid.NewGuid().ToString("N")[..6]);
+        await fx.NewJobAsync(a.Id, 40, ["weights"]);
+        await fx.NewJobAsync(b.Id, 40, ["weights"]);
+
+        var served = await fx.ClaimTenantsAsync("weights", 20);
+
+        Assert.Equal(15, served.Count(n => n == a.Name));
+        Assert.Equal(5, served.Count(n => n == b.Name));
+    }
+
+    [Fact]
+    public async Task A_tenant_that_was_idle_starts_level_and_does_not_bank_credit()
+    {
+        var (a, _) = await fx.NewCustomerAsync("ia-" + Guid.NewGuid().ToString("N")[..6]);
+        var (b, _) = await fx.NewCustomerAsync("ib-" + Guid.NewGuid().ToString("N")[..6]);
+        await fx.NewJobAsync(a.Id, 40, ["idle"]);
+        Assert.All(await fx.ClaimTenantsAsync("idle", 20), n => Assert.Equal(a.Name, n));
+
+        // B was idle while A took 20 claims: it now shares equally instead of taking the next 20.
+        await fx.NewJobAsync(b.Id, 40, ["idle"]);
+        var served = await fx.ClaimTenantsAsync("idle", 10);
+
+        Assert.Equal(5, served.Count(n => n == b.Name));
+        Assert.Equal(5, served.Count(n => n == a.Name));
+    }
+
+    [Fact]
+    public async Task A_technicians_override_is_served_before_any_tenant_choice()
+    {
+        var (a, _) = await fx.NewCustomerAsync("oa-" + Guid.NewGuid().ToString("N")[..6]);
+        var (b, _) = await fx.NewCustomerAsync("ob-" + Guid.NewGuid().ToString("N")[..6]);
+        await fx.NewJobAsync(a.Id, 10, ["bump"]);
+        var bumped = await fx.NewJobAsync(b.Id, 4, ["bump"]);
+        var other = await fx.NewJobAsync(b.Id, 4, ["bump"]);
+        // The bumped job's priority is worse than every value around: it still goes first, and stays first until drained.
+        await fx.OverrideAsync(bumped, 1_000_000);
+
+        var jobs = await fx.ClaimJobsAsync("bump", 6);
+
+        Assert.Equal([bumped, bumped, bumped, bumped], jobs.Take(4));
+        Assert.DoesNotContain(other, jobs.Take(4));
+    }
+
+    [Fact]
+    public async Task Splitting_work_into_many_jobs_gains_a_tenant_nothing()
+    {
+        var (a, _) = await fx.NewCustomerAsync("sa-" + Guid.NewGuid().ToString("N")[..6]);
+        var (b, _) = await fx.NewCustomerAsync("sb-" + Guid.NewGuid().ToString("N")[..6]);
+        for (var i = 0; i < 10; i++)
+        {
+            await fx.NewJobAsync(a.Id, 2, ["split"]); // 20 items as ten tiny jobs, each smaller than B's one job
+        }
+        await fx.NewJobAsync(b.Id, 20, ["split"]);
+
+        var served = await fx.ClaimTenantsAsync("split", 20);
+
+        Assert.Equal(10, served.Count(n => n == a.Name));
+        Assert.Equal(10, served.Count(n => n == b.Name));
+    }
+
+    [Fact]
+    public async Task A_batch_of_claims_is_split_across_tenants_by_the_same_rule()
+    {
+        var (a, _) = await fx.NewCustomerAsync("ba-" + Guid.NewGuid().ToString("N")[..6], new TenantSettings(["text"], Weight: 2));
+        var (b, _) = await fx.NewCustomerAsync("bb-" + Guid.NewGuid().ToString("N")[..6]);
+        var (c, _) = await fx.NewCustomerAsync("bc-" + Guid.NewGuid().ToString("N")[..6]);
+        await fx.NewJobAsync(a.Id, 30, ["batch"]);
+        await fx.NewJobAsync(b.Id, 30, ["batch"]);
+        await fx.NewJobAsync(c.Id, 30, ["batch"]);
+
+        var served = await fx.ClaimTenantsAsync("batch", 1, max: 40);
+
+        Assert.Equal(40, served.Count);
+        Assert.Equal(20, served.Count(n => n == a.Name));
+        Assert.Equal(10, served.Count(n => n == b.Name));
+        Assert.Equal(10, served.Count(n => n == c.Name));
+    }
+
+    [Fact]
+    public async Task Within_one_tenant_the_order_is_the_seeds()
+    {
+        var (a, _) = await fx.NewCustomerAsync("one-" + Guid.NewGuid().ToString("N")[..6]);
+        var big = await fx.NewJobAsync(a.Id, 3, ["alone"]);
+        var small = await fx.NewJobAsync(a.Id, 1, ["alone"]);
+        var middle = await fx.NewJobAsync(a.Id, 2, ["alone"]);
+
+        var jobs = await fx.ClaimJobsAsync("alone", 6);
+
+        // Smallest-first (an even hour): 1 item, then 2, then 3.
+        Assert.Equal([small, middle, middle, big, big, big], jobs);
+    }
+}
+
+/// <summary>Every single-tenant ordering test of CONTRACT.md again, with Ordering:Policy = tenant-fair: within one tenant the order is the seed's.</summary>
+public sealed class TenantFairOrderingClaimTests(TenantFairFixture fx) : OrderingClaimTestsBase<TenantFairFixture>(fx), IClassFixture<TenantFairFixture>;
