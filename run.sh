@@ -100,6 +100,8 @@ Queue is running.
              customer (globex) $QUEUE_CUSTOMER_KEY_B
              worker            $QUEUE_WORKER_KEY
   All of the above is in .queue/demo.env (source it from scripts). Ctrl-C stops everything.
+  Fair shares between tenants: restart as  Ordering__Policy=tenant-fair ./run.sh
+  Why is a job where it is:  curl -H "Authorization: Bearer \$QUEUE_CUSTOMER_KEY" $QUEUE_URL/jobs/ID/explain
 
 MSG
 # Run until Ctrl-C, or until any service exits on its own (then stop the rest rather than limp on).

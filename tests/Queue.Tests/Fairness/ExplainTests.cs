@@ -55,6 +55,16 @@ public sealed class SeedExplainReasonTests(DirectClaimFixture fx) : IClassFixtur
 public sealed class SeedExplainTests(DirectClaimFixture fx) : IClassFixture<DirectClaimFixture>
 {
     [Fact]
+    public async Task Explain_is_in_the_openapi_document()
+    {
+        using var http = fx.Api.CreateClient();
+        var doc = await http.GetFromJsonAsync<JsonElement>(new Uri("/openapi/v1.json", UriKind.Relative));
+        var op = doc.GetProperty("paths").GetProperty("/jobs/{id}/explain").GetProperty("get");
+        Assert.True(op.GetProperty("responses").TryGetProperty("404", out _));
+        Assert.True(op.GetProperty("responses").TryGetProperty("200", out _));
+    }
+
+    [Fact]
     public async Task The_bumped_job_shows_its_override_and_until_when()
     {
         var (t, key) = await fx.NewCustomerAsync();
