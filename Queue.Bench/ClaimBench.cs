@@ -21,7 +21,8 @@ namespace Queue.Bench;
 /// <c>claim</c>: (1) the raw claim transaction through MySqlConnector (the real Core claim code, one item per
 /// transaction, no HTTP) at 1/16/64 claimers: the database's limit; (2) POST /next over keep-alive HTTP, one item per
 /// call, each completed, at 1/16/64 workers, with Queue.Api's RSS; (3) (2) at 64 workers with 10k and with 10M items
-/// queued. Options: <c>--seconds N</c> per phase (default 5), <c>--big N</c> items for the big queue (default 10M).
+/// queued. Options: <c>--seconds N</c> per phase (default 5), <c>--big N</c> items for the big queue (default 10M),
+/// <c>--api-env KEY=VALUE</c> (repeatable) for Queue.Api's environment.
 /// </summary>
 public static class ClaimBench
 {
@@ -56,7 +57,18 @@ public static class ClaimBench
         }
 
         // Figure 2: the same work through Queue.Api, each item claimed with POST /next (max 1) and completed.
-        var api = await env.StartServiceAsync("Queue.Api", new Dictionary<string, string> { ["Logging__LogLevel__Default"] = "Warning" });
+        // --api-env K=V (repeatable) passes settings to Queue.Api, e.g. to compare GC or claim-ahead settings.
+        // The gen0 budget is read from the environment only; run.sh sets the same (see Queue.Api.csproj).
+        var apiEnv = new Dictionary<string, string> { ["DOTNET_GCgen0size"] = "0x200000" };
+        for (var i = 0; i + 1 < args.Length; i++)
+        {
+            if (args[i] == "--api-env" && args[i + 1].Split('=', 2) is [var k, var v])
+            {
+                apiEnv[k] = v;
+            }
+        }
+        var api = await env.StartServiceAsync("Queue.Api", apiEnv);
+        Console.WriteLine(string.Create(CultureInfo.InvariantCulture, $"Queue.Api idle RSS {api.RssBytes() / 1048576.0:F0} MB {string.Join(' ', apiEnv.Select(e => e.Key + "=" + e.Value))}"));
         using var http = new HttpClient(new SocketsHttpHandler { MaxConnectionsPerServer = 512, PooledConnectionIdleTimeout = TimeSpan.FromMinutes(5) })
         {
             BaseAddress = new Uri(api.Url),

@@ -26,7 +26,11 @@ public interface ILaneSelector
 {
     Task<IReadOnlyList<Lane>> SelectAsync(MySqlConnection conn, MySqlTransaction tx, LaneQuery query, CancellationToken ct);
 
-    /// <summary>Items were taken from a lane of <paramref name="tenantId"/> (called before the transaction commits).</summary>
+    /// <summary>
+    /// Items were taken from a lane of <paramref name="tenantId"/>. Called inside the claim transaction, before it
+    /// commits, so the next <see cref="SelectAsync"/> of the same batch already sees it; a transaction retried after a
+    /// deadlock (rare) reports its items again, so a fair selector's counts may run ahead by one batch.
+    /// </summary>
     void Claimed(long tenantId, int count);
 }
 
