@@ -10,6 +10,7 @@ public static class BenchMain
     {
         // Each area registers its scenarios here: ["ingest"] = IngestBench.RunAsync, ...
         ["claim"] = ClaimBench.RunAsync,
+        ["rewrite"] = RewriteBench.RunAsync,
         ["admin"] = AdminBench.RunAsync,
     };
 

@@ -1,0 +1,163 @@
+using System.Diagnostics;
+using System.Globalization;
+using Dapper;
+using HdrHistogram;
+using Microsoft.Extensions.Logging.Abstractions;
+using Microsoft.Extensions.Options;
+using MySqlConnector;
+using Queue.Bench.Harness;
+using Queue.Core.Claims;
+using Queue.Core.Data;
+using Queue.Core.Ordering;
+using Queue.Core.Security;
+using Queue.Core.Sql;
+
+namespace Queue.Bench;
+
+/// <summary>
+/// <c>rewrite</c>: (1) the ordering rewrite (Core's OrderingRewriter, as the Scheduler runs it) over 100k jobs with
+/// work, alternating modes so every lane changes; (2) claim latency with the real Core claim transaction (one item per
+/// READ COMMITTED transaction, as ClaimBench's raw figure) at 16 claimers, without a rewrite and while rewrites run
+/// back to back. Options: <c>--jobs N</c> (default 100000), <c>--seconds N</c> per claim phase (default 15),
+/// <c>--claimers N</c> (default 16).
+/// </summary>
+public static class RewriteBench
+{
+    private const string Task = "rw";
+
+    public static async Task<int> RunAsync(string[] args)
+    {
+        var jobs = Arg(args, "--jobs", 100_000);
+        var seconds = Arg(args, "--seconds", 15);
+        var claimers = Arg(args, "--claimers", 16);
+        var report = new Report();
+        await using var env = await BenchEnvironment.StartAsync();
+        await using var db = new MySqlDataSourceBuilder(QueueDatabase.Normalize(env.ConnectionString)).Build();
+        var tenant = await new TenantService(db, TimeProvider.System).CreateAsync("bench", new TenantSettings([Task]), default);
+
+        var seedWatch = Stopwatch.StartNew();
+        // 3 items per job: enough that the claim phases never drain a lane, so every job keeps its work.
+        await SeedAsync(db, tenant.Id, jobs, perJob: 3);
+        Console.WriteLine(string.Create(CultureInfo.InvariantCulture, $"seeded {jobs:N0} jobs with work (one lane each) in {seedWatch.Elapsed.TotalSeconds:F0} s"));
+
+        // The rewriter's own clock steps one period per rewrite, so each rewrite flips the mode and rewrites every lane.
+        var clock = new SteppedClock(DateTimeOffset.UtcNow);
+        var calendar = new OrderingCalendar(clock, Options.Create(new OrderingOptions()));
+        var rewriter = new OrderingRewriter(db, calendar, new OrderingLanes(calendar, clock), clock, NullLogger<OrderingRewriter>.Instance);
+        async Task<RewriteResult> RewriteNextAsync()
+        {
+            var r = await rewriter.RewriteAsync("bench");
+            clock.Now = calendar.At(clock.Now).End + TimeSpan.FromSeconds(1);
+            return r;
+        }
+
+        // Figure 1: rewrites alone.
+        await RewriteNextAsync(); // warm-up: buffer pool, plans
+        var alone = Report.NewHistogram();
+        var worst = TimeSpan.Zero;
+        var ranked = 0;
+        for (var i = 0; i < 4; i++)
+        {
+            var r = await RewriteNextAsync();
+            alone.RecordValue((long)r.Duration.TotalMicroseconds);
+            worst = r.Duration > worst ? r.Duration : worst;
+            ranked = r.JobsRanked;
+            Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+                $"  rewrite to {r.Period.ModeName,-8}: {r.JobsRanked:N0} jobs ranked, {r.LanesUpdated:N0} lanes changed, {r.Duration.TotalMilliseconds:F0} ms"));
+        }
+        Report.Row($"(1) rewrite, {ranked / 1000}k jobs, no load", ranked / (alone.GetMean() / 1e6), alone, 0, "jobs/s");
+
+        // Figure 2: claims without and during rewrites.
+        var engine = new ClaimEngine(db, new SeedLaneSelector(), TimeProvider.System, new ClaimCounters());
+        await ClaimAsync(engine, db, claimers, TimeSpan.FromSeconds(2), null); // warm-up
+        var quiet = await ClaimAsync(engine, db, claimers, TimeSpan.FromSeconds(seconds), null);
+        Report.Row($"(2) claims, {claimers} claimers, no rewrite", quiet.Rate, quiet.Latency, 0, "claims/s");
+        var during = await ClaimAsync(engine, db, claimers, TimeSpan.FromSeconds(seconds), RewriteNextAsync);
+        Report.Row($"(2) claims, {claimers} claimers, rewrites running", during.Rate, during.Latency, 0, "claims/s");
+        Report.Row($"    the {during.Rewrites.TotalCount} rewrites under claim load", ranked / (during.Rewrites.GetMean() / 1e6), during.Rewrites, 0, "jobs/s");
+
+        report.Target($"rewrite-{jobs / 1000}k", string.Create(CultureInfo.InvariantCulture, $"{worst.TotalSeconds:F2} s worst of 4"), "< 2 s", worst < TimeSpan.FromSeconds(2));
+        var p99Quiet = Report.P(quiet.Latency, 99);
+        var p99During = Report.P(during.Latency, 99);
+        var ratio = p99During / p99Quiet;
+        report.Target("claim-p99-during-rewrite", string.Create(CultureInfo.InvariantCulture,
+            $"{p99During:F1} ms vs {p99Quiet:F1} ms without, {ratio:F2}x"), "<= 1.5x", ratio <= 1.5);
+        return report.Finish();
+    }
+
+    private static async Task SeedAsync(MySqlDataSource db, long tenantId, int jobs, int perJob)
+    {
+        var now = DateTime.UtcNow;
+        await using var conn = await db.OpenConnectionAsync();
+        await conn.ExecuteAsync(new CommandDefinition(ClaimBenchSql.SeedJobs, new { TenantId = tenantId, Task, Jobs = jobs, PerJob = perJob, Now = now }, commandTimeout: 600));
+        var (first, last) = await conn.QuerySingleAsync<(long First, long Last)>(ClaimBenchSql.JobRange, new { Task });
+        await conn.ExecuteAsync(new CommandDefinition(ClaimBenchSql.SeedDocuments, new { First = first, Last = last, Now = now }, commandTimeout: 600));
+        for (var j = first; j <= last; j += 50_000)
+        {
+            await conn.ExecuteAsync(new CommandDefinition(ClaimBenchSql.SeedItems,
+                new { Task, PerJob = perJob, First = j, Last = Math.Min(last, j + 49_999), Now = now }, commandTimeout: 600));
+        }
+        await conn.ExecuteAsync(new CommandDefinition(ClaimBenchSql.SeedLanes, new { Task, First = first, Last = last, Now = now }, commandTimeout: 600));
+    }
+
+    /// <summary>
+    /// Claims one item per transaction with the real claim code for <paramref name="duration"/>; with
+    /// <paramref name="rewrite"/>, rewrites run back to back for the whole window, so every claim overlaps one.
+    /// </summary>
+    private static async Task<(double Rate, HistogramBase Latency, HistogramBase Rewrites)> ClaimAsync(
+        ClaimEngine engine, MySqlDataSource db, int claimers, TimeSpan duration, Func<Task<RewriteResult>>? rewrite)
+    {
+        var latency = Report.NewHistogram();
+        var rewrites = Report.NewHistogram();
+        long claims = 0;
+        string[] tasks = [Task];
+        var watch = Stopwatch.StartNew();
+        var rewriting = rewrite is null ? System.Threading.Tasks.Task.CompletedTask : System.Threading.Tasks.Task.Run(async () =>
+        {
+            while (watch.Elapsed < duration)
+            {
+                var r = await rewrite();
+                rewrites.RecordValue(Math.Max(1, (long)r.Duration.TotalMicroseconds));
+            }
+        });
+        await System.Threading.Tasks.Task.WhenAll(Enumerable.Range(0, claimers).Select(_ => System.Threading.Tasks.Task.Run(async () =>
+        {
+            while (watch.Elapsed < duration)
+            {
+                var t0 = Stopwatch.GetTimestamp();
+                var now = DateTime.UtcNow;
+                var got = await Retry.OnDeadlockAsync(async c =>
+                {
+                    await using var conn = await db.OpenConnectionAsync(c);
+                    await using var tx = await conn.BeginReadCommittedAsync(c);
+                    var taken = await engine.TakeAsync(conn, tx, tasks, [new ClaimSlot("bench", now.AddMinutes(30), false)], now, c);
+                    await tx.CommitAsync(c);
+                    return taken.Count;
+                }, CancellationToken.None);
+                if (got == 0)
+                {
+                    throw new InvalidOperationException("the lanes ran dry: seed more items per job");
+                }
+                Report.Record(latency, t0);
+                Interlocked.Increment(ref claims);
+            }
+        })));
+        var elapsed = watch.Elapsed;
+        await rewriting;
+        return (claims / elapsed.TotalSeconds, latency, rewrites);
+    }
+
+    private static int Arg(string[] args, string name, int fallback)
+    {
+        var i = Array.IndexOf(args, name);
+        return i >= 0 && i + 1 < args.Length ? int.Parse(args[i + 1], CultureInfo.InvariantCulture) : fallback;
+    }
+
+    /// <summary>A clock the benchmark moves by hand, so consecutive rewrites land in consecutive periods.</summary>
+    private sealed class SteppedClock(DateTimeOffset start) : TimeProvider
+    {
+        public DateTimeOffset Now { get; set; } = start;
+
+        public override DateTimeOffset GetUtcNow() => Now;
+    }
+}
