@@ -36,8 +36,9 @@ public static class RewriteBench
         var tenant = await new TenantService(db, TimeProvider.System).CreateAsync("bench", new TenantSettings([Task]), default);
 
         var seedWatch = Stopwatch.StartNew();
-        // 3 items per job: enough that the claim phases never drain a lane, so every job keeps its work.
-        await SeedAsync(db, tenant.Id, jobs, perJob: 3);
+        // 10 items per job: every job keeps work through the claim phases, and claimers rarely drain a lane (a drained
+        // lane's hint cannot be refreshed while a rewrite holds it, so it would be probed again by every claim).
+        await SeedAsync(db, tenant.Id, jobs, perJob: 10);
         Console.WriteLine(string.Create(CultureInfo.InvariantCulture, $"seeded {jobs:N0} jobs with work (one lane each) in {seedWatch.Elapsed.TotalSeconds:F0} s"));
 
         // The rewriter's own clock steps one period per rewrite, so each rewrite flips the mode and rewrites every lane.
