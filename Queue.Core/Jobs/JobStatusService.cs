@@ -102,7 +102,7 @@ public sealed class ThroughputMeter(MySqlDataSource db, TimeProvider clock) : ID
     public static readonly TimeSpan Window = TimeSpan.FromMinutes(5);
     public static readonly TimeSpan MinSpan = TimeSpan.FromSeconds(10);
 
-    private readonly Queue<(DateTimeOffset At, long Total)> samples = new();
+    private readonly List<(DateTimeOffset At, long Total)> samples = [];
     private readonly SemaphoreSlim sampling = new(1, 1);
 
     public async Task<double?> ItemsPerSecondAsync(CancellationToken ct)
@@ -111,7 +111,7 @@ public sealed class ThroughputMeter(MySqlDataSource db, TimeProvider clock) : ID
         bool stale;
         lock (samples)
         {
-            stale = samples.Count == 0 || now - samples.Last().At >= SampleEvery;
+            stale = samples.Count == 0 || now - samples[^1].At >= SampleEvery;
         }
         // One request samples; the others use what is there rather than queue behind it.
         if (stale && await sampling.WaitAsync(0, ct))
@@ -133,8 +133,8 @@ public sealed class ThroughputMeter(MySqlDataSource db, TimeProvider clock) : ID
             {
                 return null;
             }
-            var (firstAt, firstTotal) = samples.Peek();
-            var (lastAt, lastTotal) = samples.Last();
+            var (firstAt, firstTotal) = samples[0];
+            var (lastAt, lastTotal) = samples[^1];
             var span = lastAt - firstAt;
             return span < MinSpan ? null : Math.Max(0, lastTotal - firstTotal) / span.TotalSeconds;
         }
@@ -147,10 +147,15 @@ public sealed class ThroughputMeter(MySqlDataSource db, TimeProvider clock) : ID
     {
         lock (samples)
         {
-            samples.Enqueue((at, total));
-            while (samples.Count > 2 && at - samples.Peek().At > Window)
+            var i = samples.Count;
+            while (i > 0 && samples[i - 1].At > at)
             {
-                samples.Dequeue();
+                i--;
+            }
+            samples.Insert(i, (at, total));
+            while (samples.Count > 2 && samples[^1].At - samples[0].At > Window)
+            {
+                samples.RemoveAt(0);
             }
         }
     }

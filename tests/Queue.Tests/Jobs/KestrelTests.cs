@@ -50,7 +50,8 @@ public sealed class KestrelTests(KestrelApiFixture fx) : IClassFixture<KestrelAp
             // More than the in-memory probe, so the document row exists and its bytes are streaming into MySQL.
             await stream.WriteAsync(new byte[length / 2]);
             await stream.FlushAsync();
-            Assert.True(await EventuallyAsync(async () => await OpenTransactionsAsync() > 0), "the upload should be writing inside a transaction: " + await DiagnoseAsync());
+            Assert.True(await EventuallyAsync(async () => await OpenTransactionsAsync() > 0), "the upload should be writing inside a transaction: " + await DiagnoseAsync()
+                + Answer(stream));
             socket.Client.LingerState = new LingerOption(true, 0); // reset, as a crashed client would
         }
         Assert.True(await EventuallyAsync(async () => await OpenTransactionsAsync() == 0), "the aborted upload should have rolled back");
@@ -61,6 +62,16 @@ public sealed class KestrelTests(KestrelApiFixture fx) : IClassFixture<KestrelAp
         // The job is intact and the next upload lands whole.
         Assert.Equal(HttpStatusCode.Created, (await http.UploadRawAsync(job, new byte[1024 * 1024])).StatusCode);
         Assert.Equal(2, await fx.CountAsync("SELECT items_total FROM jobs WHERE id = @job", new { job }));
+    }
+
+    private static string Answer(NetworkStream stream)
+    {
+        if (!stream.DataAvailable)
+        {
+            return " (no answer yet)";
+        }
+        var buffer = new byte[2048];
+        return " answered: " + Encoding.ASCII.GetString(buffer, 0, stream.Read(buffer));
     }
 
     private async Task<string> DiagnoseAsync()
@@ -77,7 +88,7 @@ public sealed class KestrelTests(KestrelApiFixture fx) : IClassFixture<KestrelAp
 
     private static async Task<bool> EventuallyAsync(Func<Task<bool>> condition)
     {
-        for (var i = 0; i < 200; i++)
+        for (var i = 0; i < 1200; i++) // up to a minute: the box is shared and can stall for seconds
         {
             if (await condition())
             {
@@ -102,7 +113,7 @@ public sealed class KestrelTests(KestrelApiFixture fx) : IClassFixture<KestrelAp
             + $"Authorization: Bearer {key}\r\nIdempotency-Key: slow\r\nContent-Type: text/plain\r\nContent-Length: 9\r\n\r\n"));
         await stream.FlushAsync();
         HttpResponseMessage? retry = null;
-        for (var i = 0; i < 100 && retry?.StatusCode != HttpStatusCode.Conflict; i++)
+        for (var i = 0; i < 600 && retry?.StatusCode != HttpStatusCode.Conflict; i++)
         {
             await Task.Delay(50);
             var again = new HttpRequestMessage(HttpMethod.Post, U($"/jobs/{job}/documents?name=slow.txt")) { Content = new StringContent("slow body") };
