@@ -12,6 +12,9 @@ public static class BenchMain
         ["claim"] = ClaimBench.RunAsync,
         ["rewrite"] = RewriteBench.RunAsync,
         ["admin"] = AdminBench.RunAsync,
+        ["ingest"] = IngestBench.RunAsync,
+        ["upload"] = UploadBench.RunAsync,
+        ["status"] = StatusBench.RunAsync,
     };
 
     public static async Task<int> RunAsync(string[] args)

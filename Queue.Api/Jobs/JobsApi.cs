@@ -73,6 +73,7 @@ public static class JobsApi
             errors["tasks"] = [t];
         }
         var documents = request.Documents ?? [];
+        int? tooLarge = null;
         if (documents.Count > jobOptions.Value.MaxInlineDocuments)
         {
             errors["documents"] = [$"at most {jobOptions.Value.MaxInlineDocuments} documents per request; add more with POST /jobs/{{id}}/documents"];
@@ -93,16 +94,23 @@ public static class JobsApi
             {
                 errors[$"documents[{i}].content"] = ["is required (base64)"];
             }
+            else if (!System.Buffers.Text.Base64.IsValid(d.Content, out var decoded))
+            {
+                errors[$"documents[{i}].content"] = ["is not valid base64"];
+            }
+            else if (decoded > limits.Value.MaxDocumentBytes)
+            {
+                tooLarge ??= i;
+            }
         }
         if (errors.Count > 0)
         {
             return TypedResults.ValidationProblem(errors, title: "The request is invalid.");
         }
-        var tooLarge = documents.Select((d, i) => (d, i)).FirstOrDefault(x => x.d.Content!.Length > limits.Value.MaxDocumentBytes);
-        if (tooLarge.d is not null)
+        if (tooLarge is not null)
         {
             return TypedResults.Problem(statusCode: 413, title: "Payload Too Large",
-                detail: $"documents[{tooLarge.i}] is over the limit of {limits.Value.MaxDocumentBytes} bytes");
+                detail: $"documents[{tooLarge}] is over the limit of {limits.Value.MaxDocumentBytes} bytes");
         }
         var tenant = user.TenantId();
         var inline = documents.Select(d => new InlineDocument(d.Name!, d.ContentType ?? "application/octet-stream", d.Content!)).ToList();

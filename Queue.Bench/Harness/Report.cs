@@ -24,6 +24,13 @@ public sealed class Report
             $"{name,-44} {perSecond,12:N0} {unit,-8} p50 {P(latency, 50),8:F2} ms  p99 {P(latency, 99),8:F2} ms  RSS {rssBytes / 1048576.0,7:F0} MB"));
     }
 
+    /// <summary>The same row from latencies measured elsewhere (wrk).</summary>
+    public static void Row(string name, double perSecond, double p50Ms, double p99Ms, long rssBytes, string unit = "req/s")
+    {
+        Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+            $"{name,-44} {perSecond,12:N0} {unit,-8} p50 {p50Ms,8:F2} ms  p99 {p99Ms,8:F2} ms  RSS {rssBytes / 1048576.0,7:F0} MB"));
+    }
+
     /// <summary>Records a verdict: <c>target NAME: MEASURED (goal GOAL): met</c> or <c>: missed</c>.</summary>
     public void Target(string name, string measured, string goal, bool met) =>
         targets.Add($"target {name}: {measured} (goal {goal}): {(met ? "met" : "missed")}");

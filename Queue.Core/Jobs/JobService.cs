@@ -36,6 +36,7 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, OrderingL
         var tasks = job.Tasks ?? (await tenants.GetAsync(tenantId, ct))?.DefaultTaskList
             ?? throw new InvalidOperationException($"tenant {tenantId} does not exist");
         var tasksJson = JobValidation.TasksJson(tasks);
+        var inline = InlineBatch.Build(job.Documents);
         return await Retry.OnDeadlockAsync(async ct =>
         {
             var now = clock.GetUtcNow().UtcDateTime;
@@ -46,26 +47,11 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, OrderingL
             long items = 0;
             if (job.Documents.Count > 0)
             {
-                // One pipelined round trip for every document and its bytes; the items follow in one set-based statement.
-                await using var batch = new MySqlBatch(conn, tx);
-                foreach (var d in job.Documents)
-                {
-                    batch.BatchCommands.Add(new MySqlBatchCommand(JobSql.InlineDocument)
-                    {
-                        Parameters =
-                        {
-                            new MySqlParameter("@JobId", jobId),
-                            new MySqlParameter("@TenantId", tenantId),
-                            new MySqlParameter("@Name", d.Name),
-                            new MySqlParameter("@ContentType", d.ContentType),
-                            new MySqlParameter("@Size", (long)d.Content.Length),
-                            new MySqlParameter("@Sha256", SHA256.HashData(d.Content)),
-                            new MySqlParameter("@Now", now),
-                        },
-                    });
-                    batch.BatchCommands.Add(new MySqlBatchCommand(JobSql.InlineContent) { Parameters = { new MySqlParameter("@Content", d.Content) } });
-                }
-                await batch.ExecuteNonQueryAsync(ct);
+                // Three set-based statements whatever the number of documents: rows, bytes, items.
+                await conn.ExecuteAsync(new CommandDefinition(JobSql.InsertInlineDocuments,
+                    new { JobId = jobId, TenantId = tenantId, Documents = inline.Metadata, Now = now }, tx, cancellationToken: ct));
+                await conn.ExecuteAsync(new CommandDefinition(JobSql.InsertInlineContents,
+                    new { JobId = jobId, Contents = inline.Contents }, tx, cancellationToken: ct));
                 items = await conn.ExecuteAsync(new CommandDefinition(JobSql.InsertItemsForNewJob,
                     new { JobId = jobId, Tasks = tasksJson, Now = now }, tx, cancellationToken: ct));
             }

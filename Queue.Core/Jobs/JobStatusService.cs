@@ -15,8 +15,13 @@ public sealed class JobStatusService(MySqlDataSource db, TimeProvider clock, Ord
     public async Task<JobStatus?> GetAsync(long tenantId, long jobId, CancellationToken ct)
     {
         await using var conn = await db.OpenConnectionAsync(ct);
-        var job = await conn.QuerySingleOrDefaultAsync<JobRow>(new CommandDefinition(JobSql.JobOfTenant, new { JobId = jobId, TenantId = tenantId }, cancellationToken: ct));
-        return job is null ? null : await BuildAsync(conn, job, ct);
+        var now = clock.GetUtcNow().UtcDateTime;
+        await using var multi = await conn.QueryMultipleAsync(new CommandDefinition(JobSql.StatusOfTenant,
+            new { JobId = jobId, TenantId = tenantId, Now = now }, cancellationToken: ct));
+        var job = await multi.ReadSingleOrDefaultAsync<JobRow>();
+        var leases = await multi.ReadSingleAsync<long>();
+        var lane = await multi.ReadSingleAsync<LaneRow>();
+        return job is null ? null : await BuildAsync(conn, job, leases, lane, now, ct);
     }
 
     /// <summary>Any tenant's job, for technicians.</summary>
@@ -27,39 +32,54 @@ public sealed class JobStatusService(MySqlDataSource db, TimeProvider clock, Ord
         return job is null ? null : await BuildAsync(conn, job, ct);
     }
 
+    /// <summary>The status of a row already read (job listings), on the caller's connection.</summary>
     public async Task<JobStatus> BuildAsync(MySqlConnection conn, JobRow job, CancellationToken ct)
     {
         var now = clock.GetUtcNow().UtcDateTime;
+        var leases = job.Active > 0
+            ? await conn.ExecuteScalarAsync<long>(new CommandDefinition(JobSql.LiveLeases, new { JobId = job.Id, Now = now }, cancellationToken: ct))
+            : 0;
+        var lane = job.Active > 0 && job.State != JobStates.Cancelled
+            ? await conn.QuerySingleAsync<LaneRow>(new CommandDefinition(JobSql.JobLanes, new { JobId = job.Id, Now = now }, cancellationToken: ct))
+            : new LaneRow();
+        return await BuildAsync(conn, job, leases, lane, now, ct);
+    }
+
+    private async Task<JobStatus> BuildAsync(MySqlConnection conn, JobRow job, long liveLeases, LaneRow lane, DateTime now, CancellationToken ct)
+    {
         var active = Math.Max(0, job.Active);
-        long leased = 0;
-        if (active > 0)
-        {
-            leased = Math.Min(active, await conn.ExecuteScalarAsync<long>(new CommandDefinition(JobSql.LiveLeases, new { JobId = job.Id, Now = now }, cancellationToken: ct)));
-        }
+        var leased = Math.Min(active, liveLeases);
         var ready = active - leased;
         var mode = calendar.At(now).ModeName;
         var ordering = new OrderingInfo(mode, null, false);
         long? position = null;
         long itemsAhead = 0;
-        if (active > 0 && job.State != JobStates.Cancelled)
+        var live = active > 0 && job.State != JobStates.Cancelled;
+        // The rate is known only while work completes; without it there is no ETA, and no need to add up the jobs ahead.
+        var rate = live ? await throughput.ItemsPerSecondAsync(ct) : null;
+        if (live && lane.Lanes > 0 && lane.Value is { } value)
         {
-            var lane = await conn.QuerySingleAsync<LaneRow>(new CommandDefinition(JobSql.JobLanes, new { JobId = job.Id, Now = now }, cancellationToken: ct));
-            if (lane.Lanes > 0 && lane.Value is { } value)
+            var isOverride = lane.Mode == OrderingLanes.ModeOverride;
+            ordering = new OrderingInfo(isOverride ? mode : lane.Mode ?? mode, value, isOverride);
+            if (ready > 0 && lane.Blocked == 0 && lane.AnyClaimable == 1)
             {
-                var isOverride = lane.Mode == OrderingLanes.ModeOverride;
-                ordering = new OrderingInfo(isOverride ? mode : lane.Mode ?? mode, value, isOverride);
-                if (ready > 0 && lane.Blocked == 0 && lane.AnyClaimable == 1)
+                var args = new { JobId = job.Id, Value = value, Now = now };
+                if (rate > 0)
                 {
-                    var ahead = await conn.QuerySingleAsync<AheadRow>(new CommandDefinition(JobSql.Ahead, new { JobId = job.Id, Value = value, Now = now }, cancellationToken: ct));
+                    var ahead = await conn.QuerySingleAsync<AheadRow>(new CommandDefinition(JobSql.Ahead, args, cancellationToken: ct));
                     position = ahead.Jobs + 1;
                     itemsAhead = ahead.Items;
+                }
+                else
+                {
+                    position = await conn.ExecuteScalarAsync<long>(new CommandDefinition(JobSql.Position, args, cancellationToken: ct)) + 1;
                 }
             }
         }
         DateTime? eta = null;
-        if (active > 0 && job.State != JobStates.Cancelled && await throughput.ItemsPerSecondAsync(ct) is { } rate and > 0)
+        if (live && rate > 0)
         {
-            var seconds = (itemsAhead + active) / rate;
+            var seconds = (itemsAhead + active) / rate.Value;
             eta = seconds < TimeSpan.FromDays(3650).TotalSeconds ? now.AddSeconds(Math.Ceiling(seconds)) : null;
         }
         var state = job.State == JobStates.Closed && active == 0 ? JobStates.Done : job.State;

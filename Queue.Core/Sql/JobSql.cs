@@ -33,13 +33,28 @@ public static class JobSql
         SELECT @queue_document_id;
         """;
 
-    /// <summary>Inline documents of a new job are sent as a pipelined batch of this pair (see <see cref="InlineContent"/>).</summary>
-    public const string InlineDocument = """
+    /// <summary>
+    /// Every inline document row of a new job in one set-based statement, from a JSON array of
+    /// <c>{"n": name, "t": content type, "s": size, "h": sha256 hex}</c>. Rows go in in array order, so their ids rise in
+    /// that order too (whatever the auto-increment lock mode), which <see cref="InsertInlineContents"/> relies on.
+    /// </summary>
+    public const string InsertInlineDocuments = """
         INSERT INTO documents (job_id, tenant_id, name, content_type, size, sha256, created_at)
-        VALUES (@JobId, @TenantId, @Name, @ContentType, @Size, @Sha256, @Now)
+        SELECT @JobId, @TenantId, d.name, d.content_type, d.size, UNHEX(d.sha256), @Now
+        FROM JSON_TABLE(@Documents, '$[*]' COLUMNS (
+          ord FOR ORDINALITY, name VARCHAR(255) PATH '$.n', content_type VARCHAR(255) PATH '$.t',
+          size BIGINT PATH '$.s', sha256 CHAR(64) PATH '$.h')) d
+        ORDER BY d.ord
         """;
 
-    public const string InlineContent = "INSERT INTO document_content (document_id, content) VALUES (LAST_INSERT_ID(), @Content)";
+    /// <summary>The bytes of those documents, from a JSON array of base64 strings in the same order: the n-th lowest
+    /// document id of the (new, so wholly ours) job gets the n-th string.</summary>
+    public const string InsertInlineContents = """
+        INSERT INTO document_content (document_id, content)
+        SELECT d.id, FROM_BASE64(c.content)
+        FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY id) AS rn FROM documents WHERE job_id = @JobId) d
+        JOIN JSON_TABLE(@Contents, '$[*]' COLUMNS (rn FOR ORDINALITY, content LONGTEXT PATH '$')) c ON c.rn = d.rn
+        """;
 
     /// <summary>One item per task for every document of a job that is still being created in this transaction.</summary>
     public const string InsertItemsForNewJob = """
@@ -146,6 +161,15 @@ public static class JobSql
         SELECT COUNT(*) AS Lanes, MIN(value) AS Value, MIN(mode) AS Mode, MAX(blocked) AS Blocked,
                MIN(IF(available_at <= @Now, 1, 0)) AS AllWaiting, MAX(IF(available_at <= @Now, 1, 0)) AS AnyClaimable
         FROM ordering WHERE job_id = @JobId
+        """;
+
+    /// <summary>Everything a status read needs about one job in one round trip: the row, its live leases, its lanes.</summary>
+    public const string StatusOfTenant = JobOfTenant + ";\n" + LiveLeases + ";\n" + JobLanes;
+
+    /// <summary>Distinct claimable jobs served before this one, as the next claim would order them (index-only).</summary>
+    public const string Position = """
+        SELECT COUNT(DISTINCT job_id) FROM ordering
+        WHERE blocked = 0 AND available_at <= @Now AND (value < @Value OR (value = @Value AND job_id < @JobId))
         """;
 
     /// <summary>
