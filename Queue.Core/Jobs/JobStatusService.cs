@@ -21,7 +21,8 @@ public sealed class JobStatusService(MySqlDataSource db, TimeProvider clock, Ord
         var job = await multi.ReadSingleOrDefaultAsync<JobRow>();
         var leases = await multi.ReadSingleAsync<long>();
         var lane = await multi.ReadSingleAsync<LaneRow>();
-        return job is null ? null : await BuildAsync(conn, job, leases, lane, now, ct);
+        var jobsAhead = await multi.ReadSingleAsync<long>();
+        return job is null ? null : await BuildAsync(conn, job, leases, lane, jobsAhead, now, ct);
     }
 
     /// <summary>Any tenant's job, for technicians.</summary>
@@ -42,10 +43,10 @@ public sealed class JobStatusService(MySqlDataSource db, TimeProvider clock, Ord
         var lane = job.Active > 0 && job.State != JobStates.Cancelled
             ? await conn.QuerySingleAsync<LaneRow>(new CommandDefinition(JobSql.JobLanes, new { JobId = job.Id, Now = now }, cancellationToken: ct))
             : new LaneRow();
-        return await BuildAsync(conn, job, leases, lane, now, ct);
+        return await BuildAsync(conn, job, leases, lane, null, now, ct);
     }
 
-    private async Task<JobStatus> BuildAsync(MySqlConnection conn, JobRow job, long liveLeases, LaneRow lane, DateTime now, CancellationToken ct)
+    private async Task<JobStatus> BuildAsync(MySqlConnection conn, JobRow job, long liveLeases, LaneRow lane, long? jobsAhead, DateTime now, CancellationToken ct)
     {
         var active = Math.Max(0, job.Active);
         var leased = Math.Min(active, liveLeases);
@@ -72,7 +73,7 @@ public sealed class JobStatusService(MySqlDataSource db, TimeProvider clock, Ord
                 }
                 else
                 {
-                    position = await conn.ExecuteScalarAsync<long>(new CommandDefinition(JobSql.Position, args, cancellationToken: ct)) + 1;
+                    position = (jobsAhead ?? await conn.ExecuteScalarAsync<long>(new CommandDefinition(JobSql.Position, args, cancellationToken: ct))) + 1;
                 }
             }
         }

@@ -163,8 +163,16 @@ public static class JobSql
         FROM ordering WHERE job_id = @JobId
         """;
 
-    /// <summary>Everything a status read needs about one job in one round trip: the row, its live leases, its lanes.</summary>
-    public const string StatusOfTenant = JobOfTenant + ";\n" + LiveLeases + ";\n" + JobLanes;
+    /// <summary>Everything a status read needs about one job in one round trip: the row, its live leases, its lanes, and
+    /// the claimable jobs ahead of it (used only when the job itself is claimable).</summary>
+    public const string StatusOfTenant = JobOfTenant + ";\n" + LiveLeases + ";\n" + JobLanes + ";\n" + PositionOfJob;
+
+    /// <summary><see cref="Position"/> with the job's own value looked up in the same statement.</summary>
+    public const string PositionOfJob = """
+        SELECT COUNT(DISTINCT o.job_id) FROM ordering o
+        JOIN (SELECT value FROM ordering WHERE job_id = @JobId LIMIT 1) me
+        WHERE o.blocked = 0 AND o.available_at <= @Now AND (o.value < me.value OR (o.value = me.value AND o.job_id < @JobId))
+        """;
 
     /// <summary>Distinct claimable jobs served before this one, as the next claim would order them (index-only).</summary>
     public const string Position = """
