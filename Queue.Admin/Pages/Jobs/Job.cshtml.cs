@@ -14,6 +14,9 @@ public sealed class JobModel(AdminQueries queries, JobActions actions, ExplainSe
     /// <summary>The same explanation a customer gets from GET /jobs/{id}/explain.</summary>
     public JobExplanation? Explanation { get; private set; }
 
+    /// <summary>The job is more than <see cref="AdminQueries.PositionCap"/> deep: the explanation is a link away.</summary>
+    public bool ExplanationDeferred { get; private set; }
+
     public const int DeadPageSize = 50;
 
     public JobDetail Detail { get; private set; } = null!;
@@ -172,7 +175,12 @@ public sealed class JobModel(AdminQueries queries, JobActions actions, ExplainSe
             return false;
         }
         Detail = detail;
-        Explanation = await explain.ExplainAnyTenantAsync(id, ct);
+        // The explanation counts every job ahead (linear in the position); deep in a big queue it waits to be asked for.
+        ExplanationDeferred = detail.PositionIsLowerBound && Request.Query["explain"] != "1";
+        if (!ExplanationDeferred)
+        {
+            Explanation = await explain.ExplainAnyTenantAsync(id, ct);
+        }
         LowestValue = await queries.LowestValueAsync(ct);
         Now = clock.GetUtcNow().UtcDateTime;
         return true;
