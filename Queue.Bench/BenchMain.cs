@@ -11,6 +11,7 @@ public static class BenchMain
         // Each area registers its scenarios here: ["ingest"] = IngestBench.RunAsync, ...
         ["claim"] = ClaimBench.RunAsync,
         ["rewrite"] = RewriteBench.RunAsync,
+        ["simulate"] = Simulation.SimulateCommand.RunAsync,
         ["admin"] = AdminBench.RunAsync,
         ["ingest"] = IngestBench.RunAsync,
         ["upload"] = UploadBench.RunAsync,

@@ -24,6 +24,12 @@ public sealed record FairnessReport(
     IReadOnlyDictionary<long, TimeSpan> Starvation,
     IReadOnlyDictionary<long, ContendedShare> Shares)
 {
+    /// <summary>
+    /// Per tenant: the longest time it had ready work and got no claim at all (any job). Unlike <see cref="Starvation"/>,
+    /// a job waiting behind its own tenant's earlier jobs does not count: this is what other tenants can cause.
+    /// </summary>
+    public IReadOnlyDictionary<long, TimeSpan> TenantStarvation { get; init; } = new Dictionary<long, TimeSpan>();
+
     /// <summary>The lowest per-minute Jain's index, or null when no minute had a claim.</summary>
     public double? MinJain => Minutes.Count == 0 ? null : Minutes.Min(m => m.Jain);
 }
@@ -64,13 +70,28 @@ public static class FairnessMetrics
         var minutes = new SortedDictionary<DateTime, MinuteAccumulator>();
         var shares = new Dictionary<long, ShareAccumulator>();
         var candidates = new List<long>();
+        var tenantWaiting = new Dictionary<long, DateTime>();
+        var tenantStarvation = new Dictionary<long, TimeSpan>();
+
+        void TenantGap(long tenant, TimeSpan gap) =>
+            tenantStarvation[tenant] = gap > tenantStarvation.GetValueOrDefault(tenant) ? gap : tenantStarvation.GetValueOrDefault(tenant);
 
         double Weight(long tenant) => weights is not null && weights.TryGetValue(tenant, out var w) && w > 0 ? w : 1;
 
         void SetReady(JobState job, long ready, DateTime at)
         {
             ready = Math.Max(0, ready);
-            tenantReady[job.Tenant] = tenantReady.GetValueOrDefault(job.Tenant) - job.Ready + ready;
+            var before = tenantReady.GetValueOrDefault(job.Tenant);
+            var after = before - job.Ready + ready;
+            tenantReady[job.Tenant] = after;
+            if (before <= 0 && after > 0)
+            {
+                tenantWaiting[job.Tenant] = at;
+            }
+            else if (before > 0 && after <= 0 && tenantWaiting.Remove(job.Tenant, out var waited))
+            {
+                TenantGap(job.Tenant, at - waited);
+            }
             if (job.Ready == 0 && ready > 0)
             {
                 job.WaitingSince = at;
@@ -174,6 +195,15 @@ public static class FairnessMetrics
                         {
                             Starved(job.Tenant, e.At - since);
                         }
+                        if (tenantWaiting.TryGetValue(job.Tenant, out var tSince))
+                        {
+                            TenantGap(job.Tenant, e.At - tSince);
+                            tenantWaiting[job.Tenant] = e.At;
+                        }
+                        else
+                        {
+                            TenantGap(job.Tenant, TimeSpan.Zero);
+                        }
                         job.WaitingSince = null;
                         SetReady(job, job.Ready - chunk, e.At);
                         if (job.Ready > 0)
@@ -191,6 +221,10 @@ public static class FairnessMetrics
             {
                 Starved(job.Tenant, until - since);
             }
+        }
+        foreach (var (tenant, since) in tenantWaiting)
+        {
+            TenantGap(tenant, until - since);
         }
 
         var minuteList = minutes.Where(m => m.Value.Decisions > 0).Select(m => new MinuteFairness(m.Key,
@@ -220,7 +254,10 @@ public static class FairnessMetrics
 
         return new FairnessReport(minuteList, turnarounds, buckets, starvation,
             shares.ToDictionary(kv => kv.Key, kv => new ContendedShare(kv.Key, kv.Value.Decisions,
-                (double)kv.Value.Received / kv.Value.Decisions, kv.Value.Entitled / kv.Value.Decisions)));
+                (double)kv.Value.Received / kv.Value.Decisions, kv.Value.Entitled / kv.Value.Decisions)))
+        {
+            TenantStarvation = tenantStarvation,
+        };
     }
 
     /// <summary>Jain's fairness index (sum x)^2 / (n * sum x^2); 1 for an empty or all-zero set.</summary>

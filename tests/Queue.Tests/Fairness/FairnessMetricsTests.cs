@@ -54,6 +54,24 @@ public sealed class FairnessMetricsTests
     }
 
     [Fact]
+    public void Tenant_starvation_counts_only_time_without_any_claim_of_the_tenant()
+    {
+        // A has two jobs of 2 items; its claims alternate between them every 10 s, so job 11 waits 20 s for its second
+        // claim (job starvation) while the tenant itself never goes 10 s without a claim.
+        TraceEvent[] trace =
+        [
+            new(S(0), TraceKind.Submitted, A, 10, 2), new(S(0), TraceKind.Submitted, A, 11, 2),
+            new(S(0), TraceKind.Claimed, A, 10, 1), new(S(10), TraceKind.Claimed, A, 11, 1),
+            new(S(20), TraceKind.Claimed, A, 10, 1), new(S(30), TraceKind.Claimed, A, 11, 1),
+        ];
+        var r = FairnessMetrics.Analyze(trace, new ServiceModel(1, TimeSpan.FromSeconds(1)));
+        Assert.Equal(TimeSpan.FromSeconds(20), r.Starvation[A]);
+        Assert.Equal(TimeSpan.FromSeconds(10), r.TenantStarvation[A]);
+        Assert.Equal(TimeSpan.FromSeconds(10), Report().TenantStarvation[A]);
+        Assert.Equal(TimeSpan.FromSeconds(25), Report().TenantStarvation[B]);
+    }
+
+    [Fact]
     public void Stretch_is_turnaround_over_the_jobs_service_time_alone_on_the_whole_pool()
     {
         var r = Report();
