@@ -14,43 +14,52 @@ public sealed class OrderingLanes(OrderingCalendar calendar, TimeProvider clock)
 
     /// <summary>
     /// Creates or refreshes the lanes for <paramref name="tasks"/> of a job that just received items, with the job's
-    /// provisional value in the current mode (or its active override).
+    /// provisional value in the current mode (or its active override). Two round trips whatever the number of tasks:
+    /// this runs inside every upload's transaction.
     /// </summary>
     public async Task PlaceAsync(MySqlConnection conn, MySqlTransaction tx, long jobId, IEnumerable<string> tasks, CancellationToken ct)
     {
         var now = clock.GetUtcNow().UtcDateTime;
-        var job = await conn.QuerySingleAsync<JobRow>(new CommandDefinition(OrderingSql.JobForOrdering, new { JobId = jobId }, tx, cancellationToken: ct));
-        var (value, mode) = await ProvisionalAsync(conn, tx, jobId, now, ct);
+        var facts = await conn.QuerySingleAsync<PlacementFacts>(new CommandDefinition(OrderingSql.PlacementFacts, new { JobId = jobId, Now = now }, tx, cancellationToken: ct));
+        var (value, mode) = Provisional(facts, calendar.At(now).Mode);
+        await using var batch = new MySqlBatch(conn, tx);
         foreach (var task in tasks)
         {
-            await conn.ExecuteAsync(new CommandDefinition(OrderingSql.UpsertLane,
-                new { JobId = jobId, Task = task, job.TenantId, Value = value, Mode = mode, job.Blocked, Now = now }, tx, cancellationToken: ct));
+            batch.BatchCommands.Add(Command(OrderingSql.UpsertLane,
+                ("@JobId", jobId), ("@Task", task), ("@TenantId", facts.TenantId), ("@Value", value), ("@Mode", mode), ("@Blocked", facts.Blocked), ("@Now", now)));
         }
         if (mode == "smallest")
         {
             // Every upload keeps the smallest-first count of the whole job current, on all its lanes.
-            await conn.ExecuteAsync(new CommandDefinition(OrderingSql.SetJobValue, new { JobId = jobId, Value = value, Mode = mode, Now = now }, tx, cancellationToken: ct));
+            batch.BatchCommands.Add(Command(OrderingSql.SetJobValue, ("@JobId", jobId), ("@Value", value), ("@Mode", mode), ("@Now", now)));
+        }
+        if (batch.BatchCommands.Count > 0)
+        {
+            await batch.ExecuteNonQueryAsync(ct);
         }
     }
 
     /// <summary>The value a job gets between rewrites: its override, else its current oldest rank, else a provisional one.</summary>
     public async Task<(long Value, string Mode)> ProvisionalAsync(MySqlConnection conn, MySqlTransaction tx, long jobId, DateTime now, CancellationToken ct)
     {
-        var priority = await conn.ExecuteScalarAsync<long?>(new CommandDefinition(OrderingSql.ActiveOverride, new { JobId = jobId, Now = now }, tx, cancellationToken: ct));
-        if (priority is { } p)
+        var facts = await conn.QuerySingleAsync<PlacementFacts>(new CommandDefinition(OrderingSql.PlacementFacts, new { JobId = jobId, Now = now }, tx, cancellationToken: ct));
+        return Provisional(facts, calendar.At(now).Mode);
+    }
+
+    private static (long Value, string Mode) Provisional(PlacementFacts f, OrderingMode mode) =>
+        f.OverridePriority is { } p ? (p, ModeOverride)
+        : mode == OrderingMode.Smallest ? (f.Active, "smallest")
+        // Already placed in this oldest-first period: an upload does not move it back.
+        : (f.CurrentOldest ?? f.NextOldest, "oldest");
+
+    private static MySqlBatchCommand Command(string sql, params (string Name, object Value)[] parameters)
+    {
+        var c = new MySqlBatchCommand(sql);
+        foreach (var (name, value) in parameters)
         {
-            return (p, ModeOverride);
+            c.Parameters.AddWithValue(name, value);
         }
-        if (calendar.At(now).Mode == OrderingMode.Smallest)
-        {
-            return (await conn.ExecuteScalarAsync<long>(new CommandDefinition(OrderingSql.ActiveCount, new { JobId = jobId }, tx, cancellationToken: ct)), "smallest");
-        }
-        var current = await conn.QuerySingleOrDefaultAsync<(long Value, string Mode)?>(new CommandDefinition(OrderingSql.CurrentValue, new { JobId = jobId }, tx, cancellationToken: ct));
-        if (current is { Mode: "oldest" } c)
-        {
-            return (c.Value, "oldest"); // already placed in this oldest-first period: an upload does not move it back
-        }
-        return (await conn.ExecuteScalarAsync<long>(new CommandDefinition(OrderingSql.OldestProvisional, transaction: tx, cancellationToken: ct)), "oldest");
+        return c;
     }
 
     /// <summary>An override replaces the job's value at once, on every lane, not only at the next rewrite.</summary>
@@ -89,5 +98,5 @@ public sealed class OrderingLanes(OrderingCalendar calendar, TimeProvider clock)
         await PlaceAsync(conn, tx, jobId, tasks, ct);
     }
 
-    private sealed record JobRow(long TenantId, sbyte Blocked, sbyte State);
+    private sealed record PlacementFacts(long TenantId, sbyte Blocked, long Active, long? OverridePriority, long? CurrentOldest, long NextOldest);
 }

@@ -8,9 +8,19 @@ public static class OrderingSql
         SELECT items_total - items_done - items_dead - items_cancelled FROM jobs WHERE id = @JobId
         """;
 
-    /// <summary>Oldest-first provisional value: after every job already ranked, so a newer job never overtakes an older one.</summary>
-    public const string OldestProvisional = """
-        SELECT COALESCE(MAX(value), 9995) + 5 FROM ordering WHERE mode = 'oldest'
+    /// <summary>
+    /// Everything provisional placement needs, in one round trip. MaxOldest reads the top of ix_ordering_mode
+    /// (blocked, mode, value) once per blocked value, so it never scans the ordering.
+    /// </summary>
+    public const string PlacementFacts = """
+        SELECT j.tenant_id AS TenantId, j.blocked AS Blocked,
+               j.items_total - j.items_done - j.items_dead - j.items_cancelled AS Active,
+               (SELECT priority FROM overrides WHERE job_id = @JobId AND active = 1 AND expires_at > @Now ORDER BY id DESC LIMIT 1) AS OverridePriority,
+               (SELECT value FROM ordering WHERE job_id = @JobId AND mode = 'oldest' LIMIT 1) AS CurrentOldest,
+               GREATEST(
+                 COALESCE((SELECT MAX(value) FROM ordering WHERE blocked = 0 AND mode = 'oldest'), 9995),
+                 COALESCE((SELECT MAX(value) FROM ordering WHERE blocked = 1 AND mode = 'oldest'), 9995)) + 5 AS NextOldest
+        FROM jobs j WHERE j.id = @JobId
         """;
 
     public const string ActiveOverride = """
@@ -44,7 +54,6 @@ public static class OrderingSql
     /// <summary>Makes every lane of a job eligible for claims again at once (requeue, unblock).</summary>
     public const string WakeJob = "UPDATE ordering SET available_at = @Now WHERE job_id = @JobId";
 
-    public const string JobForOrdering = "SELECT tenant_id AS TenantId, blocked AS Blocked, state AS State FROM jobs WHERE id = @JobId";
 
     /// <summary>Tasks of the job that still have active items: the lanes it should have.</summary>
     public const string ActiveTasks = """
