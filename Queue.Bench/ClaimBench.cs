@@ -129,7 +129,6 @@ public static class ClaimBench
     {
         var latency = Report.NewHistogram();
         long claims = 0;
-        var slot = new[] { new ClaimSlot("raw", DateTime.MaxValue, false) };
         string[] tasks = [task];
         var watch = Stopwatch.StartNew();
         await Task.WhenAll(Enumerable.Range(0, claimers).Select(_ => Task.Run(async () =>
@@ -137,19 +136,7 @@ public static class ClaimBench
             while (watch.Elapsed < duration)
             {
                 var t0 = Stopwatch.GetTimestamp();
-                var now = DateTime.UtcNow;
-                var got = await Retry.OnDeadlockAsync(async c =>
-                {
-                    await using var conn = await db.OpenConnectionAsync(c);
-                    await using var tx = await conn.BeginReadCommittedAsync(c);
-                    var taken = await engine.TakeAsync(conn, tx, tasks, [new ClaimSlot("raw", now.AddMinutes(30), false)], now, c);
-                    await tx.CommitAsync(c);
-                    return taken.Count;
-                }, CancellationToken.None);
-                if (got == 0)
-                {
-                    throw new InvalidOperationException($"the {task} lanes ran dry: seed more");
-                }
+                await RawClaim.OnceAsync(engine, db, tasks, "raw");
                 Report.Record(latency, t0);
                 Interlocked.Increment(ref claims);
             }

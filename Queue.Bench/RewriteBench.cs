@@ -126,19 +126,7 @@ public static class RewriteBench
             while (watch.Elapsed < duration)
             {
                 var t0 = Stopwatch.GetTimestamp();
-                var now = DateTime.UtcNow;
-                var got = await Retry.OnDeadlockAsync(async c =>
-                {
-                    await using var conn = await db.OpenConnectionAsync(c);
-                    await using var tx = await conn.BeginReadCommittedAsync(c);
-                    var taken = await engine.TakeAsync(conn, tx, tasks, [new ClaimSlot("bench", now.AddMinutes(30), false)], now, c);
-                    await tx.CommitAsync(c);
-                    return taken.Count;
-                }, CancellationToken.None);
-                if (got == 0)
-                {
-                    throw new InvalidOperationException("the lanes ran dry: seed more items per job");
-                }
+                await RawClaim.OnceAsync(engine, db, tasks, "bench");
                 Report.Record(latency, t0);
                 Interlocked.Increment(ref claims);
             }

@@ -1,0 +1,30 @@
+using MySqlConnector;
+using Queue.Core.Claims;
+using Queue.Core.Data;
+
+namespace Queue.Bench.Harness;
+
+/// <summary>
+/// The database's own limit: one claim transaction of the real Core engine (one item, no HTTP), as the claim and
+/// rewrite benchmarks both measure it.
+/// </summary>
+public static class RawClaim
+{
+    /// <summary>Claims one item in its own READ COMMITTED transaction; fails loudly when the lanes ran dry.</summary>
+    public static async Task OnceAsync(ClaimEngine engine, MySqlDataSource db, string[] tasks, string worker)
+    {
+        var now = DateTime.UtcNow;
+        var got = await Retry.OnDeadlockAsync(async c =>
+        {
+            await using var conn = await db.OpenConnectionAsync(c);
+            await using var tx = await conn.BeginReadCommittedAsync(c);
+            var taken = await engine.TakeAsync(conn, tx, tasks, [new ClaimSlot(worker, now.AddMinutes(30), false)], now, c);
+            await tx.CommitAsync(c);
+            return taken.Count;
+        }, CancellationToken.None);
+        if (got == 0)
+        {
+            throw new InvalidOperationException($"the {string.Join(',', tasks)} lanes ran dry: seed more items");
+        }
+    }
+}
