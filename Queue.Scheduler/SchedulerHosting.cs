@@ -41,6 +41,7 @@ public static partial class SchedulerHosting
             .ValidateOnStart();
         services.AddSingleton<RetentionService>();
         services.AddSingleton<IdempotencyCleanup>();
+        services.AddSingleton<CancelledLeaseSweep>();
         services.AddSingleton<SnapshotService>();
         services.ConfigureHttpJsonOptions(o => o.SerializerOptions.TypeInfoResolverChain.Insert(0, SchedulerJsonContext.Default));
 
@@ -95,6 +96,11 @@ public static partial class SchedulerHosting
                     .WithSimpleSchedule(s => s.WithInterval(maintenance.IdempotencyInterval).RepeatForever()
                         .WithMisfireInstruction(SimpleTriggerMisfireInstruction.NextWithRemainingCount)),
                 j => j.WithIdentity(IdempotencyCleanupJob.Key).WithDescription("Deletes expired idempotency records"));
+            q.ScheduleJob<CancelledLeaseJob>(
+                t => t.WithIdentity("cancelled-leases", "maintenance").StartAt(DateTimeOffset.UtcNow.AddSeconds(25))
+                    .WithSimpleSchedule(s => s.WithInterval(TimeSpan.FromMinutes(1)).RepeatForever()
+                        .WithMisfireInstruction(SimpleTriggerMisfireInstruction.NextWithRemainingCount)),
+                j => j.WithIdentity(CancelledLeaseJob.Key).WithDescription("Cancels expired leases of cancelled jobs"));
             q.ScheduleJob<RetentionJob>(
                 t => t.WithIdentity("retention", "maintenance").StartAt(DateTimeOffset.UtcNow.AddSeconds(30))
                     .WithSimpleSchedule(s => s.WithInterval(maintenance.RetentionInterval).RepeatForever()

@@ -3,6 +3,23 @@ namespace Queue.Core.Sql;
 /// <summary>The Scheduler's housekeeping: retention, expired idempotency records, the per-minute snapshots.</summary>
 public static class MaintenanceSql
 {
+    /// <summary>Cancelled jobs that still hold leases which have expired (their lanes are gone, so no claim settles them).</summary>
+    public const string CancelledJobsWithExpiredLeases = """
+        SELECT j.id FROM jobs j
+        WHERE j.state = 3 AND EXISTS (SELECT 1 FROM items i WHERE i.job_id = j.id AND i.state = 1 AND i.due_at <= @Now)
+        LIMIT @Limit
+        """;
+
+    public const string CancelExpiredLeasesOfJob = """
+        UPDATE items SET state = 4, lease_token = NULL, lease_expires_at = NULL, last_error = 'job cancelled', due_at = @Now,
+            updated_at = @Now
+        WHERE job_id = @JobId AND state = 1 AND due_at <= @Now
+        """;
+
+    public const string CountCancelled = """
+        UPDATE jobs SET items_cancelled = items_cancelled + @Count, updated_at = @Now WHERE id = @JobId
+        """;
+
     public const string RetentionCursor = """
         SELECT cursor_at AS CursorAt, cursor_id AS CursorId FROM scheduler_state WHERE name = 'retention'
         """;

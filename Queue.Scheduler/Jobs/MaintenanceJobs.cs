@@ -52,3 +52,13 @@ public sealed class OverrideSweepJob(OrderingRewriter rewriter) : IJob
     public async ValueTask Execute(IJobExecutionContext context, CancellationToken cancellationToken) =>
         SchedulerMetrics.OverridesExpired.Inc(await rewriter.ExpireOverridesAsync(cancellationToken));
 }
+
+/// <summary>Cancels the expired leases of cancelled jobs.</summary>
+[DisallowConcurrentExecution]
+public sealed class CancelledLeaseJob(CancelledLeaseSweep sweep) : IJob
+{
+    public static readonly JobKey Key = new("cancelled-leases", "maintenance");
+
+    public async ValueTask Execute(IJobExecutionContext context, CancellationToken cancellationToken) =>
+        await sweep.RunAsync(cancellationToken);
+}

@@ -61,6 +61,31 @@ public sealed class MaintenanceTests
     }
 
     [Fact]
+    public async Task Expired_leases_of_a_cancelled_job_become_cancelled_and_live_ones_are_left_to_finish()
+    {
+        await using var db = await FreshDatabase.CreateAsync();
+        var bed = OrderingTestbed.At(db.DataSource, Now);
+        var tenant = await db.NewTenantAsync();
+        var job = await bed.NewJobAsync(tenant, 4, ["text"], cancelled: 2);
+        var other = await bed.NewJobAsync(tenant, 2, ["text"]);
+        await using var conn = await db.DataSource.OpenConnectionAsync();
+        var ids = (await conn.QueryAsync<long>("SELECT id FROM items WHERE job_id = @job AND state = 0 ORDER BY id", new { job })).ToList();
+        await conn.ExecuteAsync("UPDATE jobs SET state = 3 WHERE id = @job", new { job });
+        await conn.ExecuteAsync("UPDATE items SET state = 1, lease_token = UNHEX(REPEAT('ab', 16)), due_at = @Past WHERE id = @Id", new { Id = ids[0], Past = Now.AddMinutes(-1).UtcDateTime });
+        await conn.ExecuteAsync("UPDATE items SET state = 1, lease_token = UNHEX(REPEAT('cd', 16)), due_at = @Later WHERE id = @Id", new { Id = ids[1], Later = Now.AddMinutes(5).UtcDateTime });
+        await conn.ExecuteAsync("UPDATE items SET state = 1, lease_token = UNHEX(REPEAT('ef', 16)), due_at = @Past WHERE job_id = @other", new { other, Past = Now.AddMinutes(-1).UtcDateTime });
+
+        var settled = await new CancelledLeaseSweep(db.DataSource, bed.Clock).RunAsync(default);
+
+        Assert.Equal(1, settled);
+        Assert.Equal(4, await conn.ExecuteScalarAsync<int>("SELECT state FROM items WHERE id = @Id", new { Id = ids[0] }));
+        Assert.Equal(1, await conn.ExecuteScalarAsync<int>("SELECT state FROM items WHERE id = @Id", new { Id = ids[1] }));
+        Assert.Equal(3, await conn.ExecuteScalarAsync<int>("SELECT items_cancelled FROM jobs WHERE id = @job", new { job }));
+        // Only cancelled jobs are touched: an open job's expired leases are reclaimed by claims, not cancelled.
+        Assert.Equal(2, await conn.ExecuteScalarAsync<int>("SELECT COUNT(*) FROM items WHERE job_id = @other AND state = 1", new { other }));
+    }
+
+    [Fact]
     public async Task Expired_idempotency_records_are_deleted_and_live_ones_kept()
     {
         await using var db = await FreshDatabase.CreateAsync();
