@@ -35,6 +35,7 @@ stop_all() {
     for _ in $(seq 1 300); do kill -0 "$dbpid" 2>/dev/null || break; sleep 0.1; done
   fi
   echo "Stopped."
+  exit 0
 }
 trap stop_all INT TERM EXIT
 
