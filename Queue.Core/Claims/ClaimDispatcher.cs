@@ -54,16 +54,7 @@ public sealed partial class ClaimDispatcher(ClaimEngine engine, MySqlDataSource 
         bool start;
         lock (gate)
         {
-            if (pending.Count >= o.MaxPending)
-            {
-                throw new ServiceBusyException("too many claims are waiting for the database");
-            }
-            pending.Add(w);
-            start = flushing < o.MaxConcurrentFlushes;
-            if (start)
-            {
-                flushing++;
-            }
+            start = GroupCommit.Enqueue(pending, w, ref flushing, o, "claims");
         }
         if (start)
         {

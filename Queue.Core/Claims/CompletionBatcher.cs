@@ -21,16 +21,7 @@ public sealed partial class CompletionBatcher(ClaimEngine engine, IOptions<Claim
         bool start;
         lock (gate)
         {
-            if (pending.Count >= o.MaxPending)
-            {
-                throw new ServiceBusyException("too many completions are waiting for the database");
-            }
-            pending.Add(op);
-            start = flushing < o.MaxConcurrentFlushes;
-            if (start)
-            {
-                flushing++;
-            }
+            start = GroupCommit.Enqueue(pending, op, ref flushing, o, "completions");
         }
         if (start)
         {

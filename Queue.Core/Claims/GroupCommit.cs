@@ -1,0 +1,24 @@
+namespace Queue.Core.Claims;
+
+/// <summary>
+/// Admission to a group-commit queue (claims and completions alike): bounded, so a slow database gets 503 at once
+/// instead of an unbounded backlog, and with at most <see cref="ClaimOptions.MaxConcurrentFlushes"/> flush loops.
+/// </summary>
+internal static class GroupCommit
+{
+    /// <summary>Queues <paramref name="item"/>; call under the owner's lock. True when the caller must start a flush loop.</summary>
+    public static bool Enqueue<T>(List<T> pending, T item, ref int flushing, ClaimOptions options, string what)
+    {
+        if (pending.Count >= options.MaxPending)
+        {
+            throw new ServiceBusyException($"too many {what} are waiting for the database");
+        }
+        pending.Add(item);
+        if (flushing >= options.MaxConcurrentFlushes)
+        {
+            return false;
+        }
+        flushing++;
+        return true;
+    }
+}
