@@ -225,11 +225,26 @@ public sealed class PrivateMariaDb : IAsyncDisposable
         watchdog.Dispose();
     }
 
+    /// <summary>
+    /// A free loopback port below Linux's ephemeral range (32768+), so that no outgoing connection (to MariaDB, say)
+    /// can take it between this check and the server binding it, as an OS-assigned ephemeral port could.
+    /// </summary>
     public static int FreePort()
     {
-        using var l = new TcpListener(IPAddress.Loopback, 0);
-        l.Start();
-        return ((IPEndPoint)l.LocalEndpoint).Port;
+        for (var attempt = 0; attempt < 200; attempt++)
+        {
+            var port = Random.Shared.Next(20000, 32000);
+            try
+            {
+                using var l = new TcpListener(IPAddress.Loopback, port);
+                l.Start();
+                return port;
+            }
+            catch (SocketException)
+            {
+            }
+        }
+        throw new InvalidOperationException("no free loopback port between 20000 and 32000");
     }
 
     private static string? FindBinary(string name)
