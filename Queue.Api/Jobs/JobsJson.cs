@@ -13,10 +13,10 @@ public sealed record InlineDocumentRequest(string? Name, string? ContentType, st
 /// <summary>The job status plus the documents this request stored.</summary>
 public sealed record CreatedJobResponse(
     long Id, string Name, string State, DateTime CreatedAt, IReadOnlyList<string> Tasks, int Documents, ItemCounts Items,
-    long? Position, OrderingInfo Ordering, DateTime? Eta, IReadOnlyList<CreatedDocument> Created)
+    long? Position, bool PositionExact, OrderingInfo Ordering, DateTime? Eta, IReadOnlyList<CreatedDocument> Created)
 {
     public static CreatedJobResponse From(JobStatus s, IReadOnlyList<CreatedDocument> created) =>
-        new(s.Id, s.Name, s.State, s.CreatedAt, s.Tasks, s.Documents, s.Items, s.Position, s.Ordering, s.Eta, created);
+        new(s.Id, s.Name, s.State, s.CreatedAt, s.Tasks, s.Documents, s.Items, s.Position, s.PositionExact, s.Ordering, s.Eta, created);
 }
 
 public sealed record UploadResponse(IReadOnlyList<CreatedDocument> Documents, long ItemsAdded);

@@ -150,8 +150,8 @@ public sealed class ItemError
     public DateTime At { get; init; }
 }
 
-/// <param name="Position">1-based; when <paramref name="PositionIsLowerBound"/> the job is at least that far down
-/// (counting stops at <see cref="AdminQueries.PositionCap"/>).</param>
+/// <param name="Position">1-based; when <paramref name="PositionIsLowerBound"/> it is an estimate of a job more than
+/// <see cref="Ordering.QueuePosition.ExactLimit"/> deep (an index dive, not a count).</param>
 public sealed record JobDetail(
     AdminJob Job,
     long LiveLeases,

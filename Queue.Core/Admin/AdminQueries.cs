@@ -13,9 +13,6 @@ public sealed class AdminQueries(MySqlDataSource db, OrderingCalendar calendar, 
 {
     public const int MaxPageSize = 200;
 
-    /// <summary>How many jobs ahead the job page counts before it says "more than": counting is linear in the position.</summary>
-    public const int PositionCap = 10_000;
-
     /// <summary>
     /// One page of the ordering as the next claim walks it: jobs by (value, job_id), unblocked first. Positions count
     /// only unblocked jobs that have a lane claimable now, so they match what CONTRACT.md calls <c>position</c>.
@@ -117,10 +114,10 @@ public sealed class AdminQueries(MySqlDataSource db, OrderingCalendar calendar, 
         var lowerBound = false;
         if (laneList.Count > 0 && !laneList[0].Blocked && laneList.Min(l => l.AvailableAt) <= now)
         {
-            var ahead = await conn.ExecuteScalarAsync<long>(new CommandDefinition(AdminSql.JobsAhead,
-                new { laneList[0].Value, JobId = jobId, Now = now, Cap = PositionCap }, cancellationToken: ct));
-            position = (int)ahead + 1;
-            lowerBound = ahead >= PositionCap;
+            // The customer status's rule (CONTRACT.md v1.2): exact up to 1,000 ahead, an index-dive estimate beyond.
+            var ahead = await QueuePosition.AheadAsync(conn, jobId, laneList[0].Value, laneList.Count, now, _ => Task.FromResult(0d), ct);
+            position = (int)Math.Min(int.MaxValue, ahead.Jobs + 1);
+            lowerBound = !ahead.Exact;
         }
         var history = (await conn.QueryAsync<OverrideInfo>(new CommandDefinition(AdminSql.OverridesOfJob, new { JobId = jobId }, cancellationToken: ct))).AsList();
         var current = history.FirstOrDefault(o => o.Active);

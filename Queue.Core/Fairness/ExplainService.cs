@@ -17,8 +17,8 @@ public sealed record NextRewrite(DateTime At, string Mode);
 
 /// <summary>GET /jobs/{id}/explain: why the job is where it is, and when it should be done.</summary>
 public sealed record JobExplanation(
-    long JobId, long? Position, string Policy, string Mode, long? Value, bool Override, DateTime? OverrideUntil, bool Blocked,
-    long JobsAhead, AheadReasons Ahead, NextRewrite NextRewrite, EtaRange? Eta, string Summary);
+    long JobId, long? Position, bool PositionExact, string Policy, string Mode, long? Value, bool Override, DateTime? OverrideUntil,
+    bool Blocked, long JobsAhead, AheadReasons Ahead, NextRewrite NextRewrite, EtaRange? Eta, string Summary);
 
 /// <summary>
 /// Explains a job's position under the policy in force (docs/DESIGN.md "Explain"). Seed: the jobs with a lower
@@ -58,7 +58,7 @@ public sealed class ExplainService(MySqlDataSource db, TimeProvider clock, Order
             var why = job.State == JobStates.Cancelled ? "The job is cancelled: nothing of it is handed out."
                 : job.Active <= 0 ? "The job has no work left to hand out."
                 : "The job has no items in the ordering yet.";
-            return new JobExplanation(jobId, null, policy, mode, null, ov is not null, ov?.ExpiresAt, false, 0, none, next, null, why);
+            return new JobExplanation(jobId, null, true, policy, mode, null, ov is not null, ov?.ExpiresAt, false, 0, none, next, null, why);
         }
         var value = lane.Value.Value;
         var leased = await conn.ExecuteScalarAsync<long>(Cmd(FairnessSql.ExplainLiveLeases, new { JobId = jobId, Now = now }, ct));
@@ -66,19 +66,26 @@ public sealed class ExplainService(MySqlDataSource db, TimeProvider clock, Order
         {
             var why = lane.Blocked == 1 ? "A technician blocked the job: it is not handed out until unblocked."
                 : "Every item of the job is leased or waiting out a retry backoff: nothing is ready right now.";
-            return new JobExplanation(jobId, null, policy, mode, value, ov is not null, ov?.ExpiresAt, lane.Blocked == 1, 0, none, next, null, why);
+            return new JobExplanation(jobId, null, true, policy, mode, value, ov is not null, ov?.ExpiresAt, lane.Blocked == 1, 0, none, next, null, why);
         }
 
         AheadReasons reasons;
+        var exact = true;
         long itemsBefore;      // items that go before this job's own whatever the shares (overrides, and all of them under seed)
         long sharedItems;      // items that compete with the other tenants under tenant-fair (own tenant's ahead + own)
         double worstShare = 1; // the job's tenant's smallest share of the throughput while the others stay busy
         if (policy == "tenant-fair")
         {
             var overrides = await conn.QuerySingleAsync<CountRow>(Cmd(FairnessSql.ExplainOverridesAhead,
-                new { JobId = jobId, Now = now, Value = value, IsOverride = isOverride ? 1 : 0 }, ct));
+                new { JobId = jobId, Now = now, Value = value, IsOverride = isOverride ? 1 : 0, Cap = Cap }, ct));
             var own = isOverride ? [] : (await conn.QueryAsync<ReasonRow>(Cmd(FairnessSql.ExplainAheadInTenant,
-                new { JobId = jobId, job.TenantId, Now = now, Value = value }, ct))).AsList();
+                new { JobId = jobId, job.TenantId, Now = now, Value = value, Cap = Cap }, ct))).AsList();
+            exact = overrides.Jobs <= QueuePosition.ExactLimit;
+            if (own.Sum(r => r.Jobs) > QueuePosition.ExactLimit)
+            {
+                exact = false;
+                own = await EstimateRestAsync(conn, FairnessSql.DiveLanesAheadInTenant, new { job.TenantId, Value = value, JobId = jobId }, own, lane, ct);
+            }
             var others = (await conn.QueryAsync<long>(Cmd(FairnessSql.ExplainOtherTenants, new { job.TenantId, Now = now }, ct))).AsList();
             var mine = fair.PassOf(job.TenantId);
             var turnFirst = isOverride ? 0 : others.Count(o => fair.PassOf(o) < mine || (fair.PassOf(o) == mine && o < job.TenantId));
@@ -95,7 +102,12 @@ public sealed class ExplainService(MySqlDataSource db, TimeProvider clock, Order
         }
         else
         {
-            var rows = (await conn.QueryAsync<ReasonRow>(Cmd(FairnessSql.ExplainAhead, new { JobId = jobId, Now = now, Value = value }, ct))).AsList();
+            var rows = (await conn.QueryAsync<ReasonRow>(Cmd(FairnessSql.ExplainAhead, new { JobId = jobId, Now = now, Value = value, Cap = Cap }, ct))).AsList();
+            if (rows.Sum(r => r.Jobs) > QueuePosition.ExactLimit)
+            {
+                exact = false;
+                rows = await EstimateRestAsync(conn, OrderingSql.DiveLanesAhead, new { Value = value, JobId = jobId }, rows, lane, ct);
+            }
             reasons = new AheadReasons(Sum(rows, "smaller"), Sum(rows, "older"), Sum(rows, "override"), 0);
             itemsBefore = rows.Sum(r => r.Items);
             sharedItems = job.Active;
@@ -116,8 +128,26 @@ public sealed class ExplainService(MySqlDataSource db, TimeProvider clock, Order
                 eta = new EtaRange(now.AddSeconds(Math.Ceiling(earliest)), now.AddSeconds(Math.Ceiling(latest)), rate);
             }
         }
-        return new JobExplanation(jobId, ahead + 1, policy, mode, value, isOverride, ov?.ExpiresAt, false, ahead, reasons, next, eta,
+        return new JobExplanation(jobId, ahead + 1, exact, policy, mode, value, isOverride, ov?.ExpiresAt, false, ahead, reasons, next, eta,
             Summarize(policy, mode, isOverride, reasons, next));
+    }
+
+    /// <summary>
+    /// Past <see cref="QueuePosition.ExactLimit"/> jobs the walk stops (its cost must not grow with the queue): the rest
+    /// is estimated by an index dive, counted under the job's own mode's reason, with the walked jobs' mean items.
+    /// </summary>
+    private static async Task<List<ReasonRow>> EstimateRestAsync(MySqlConnection conn, string dive, object args, List<ReasonRow> walked,
+        LaneRow lane, CancellationToken ct)
+    {
+        var counted = walked.Sum(r => r.Jobs);
+        var total = Math.Max(counted, await QueuePosition.DiveAsync(conn, dive, args, ct) / Math.Max(1, lane.Lanes));
+        var rest = total - counted;
+        var perJob = counted == 0 ? 0 : (double)walked.Sum(r => r.Items) / counted;
+        var reason = lane.Mode == "smallest" ? "smaller" : "older";
+        var rows = walked.Where(r => r.Reason != reason).ToList();
+        var same = walked.FirstOrDefault(r => r.Reason == reason);
+        rows.Add(new ReasonRow(reason, (same?.Jobs ?? 0) + rest, (same?.Items ?? 0) + (long)Math.Round(rest * perJob)));
+        return rows;
     }
 
     private static long Sum(List<ReasonRow> rows, string reason) => rows.Where(r => r.Reason == reason).Sum(r => r.Jobs);
@@ -147,6 +177,9 @@ public sealed class ExplainService(MySqlDataSource db, TimeProvider clock, Order
         var ahead = parts.Count == 0 ? " Nothing is ahead of it." : " Ahead of it: " + string.Join(", ", parts) + ".";
         return head + ahead + $" The order is rewritten {next.Mode}-first at {next.At:yyyy-MM-ddTHH:mm:ssZ}.";
     }
+
+    /// <summary>The walks stop one past the exact limit, so "more than the limit" is known without counting further.</summary>
+    private const int Cap = QueuePosition.ExactLimit + 1;
 
     private static CommandDefinition Cmd(string sql, object? args, CancellationToken ct) => new(sql, args, cancellationToken: ct);
 

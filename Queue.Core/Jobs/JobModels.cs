@@ -71,7 +71,7 @@ public sealed record OrderingInfo(string Mode, long? Value, bool Override);
 /// <summary>GET /jobs/{id} (CONTRACT.md). Reused by the Admin UI and the explain endpoint.</summary>
 public sealed record JobStatus(
     long Id, string Name, string State, DateTime CreatedAt, IReadOnlyList<string> Tasks, int Documents, ItemCounts Items,
-    long? Position, OrderingInfo Ordering, DateTime? Eta);
+    long? Position, bool PositionExact, OrderingInfo Ordering, DateTime? Eta);
 
 public sealed record CreatedDocument(long Id, string Name, long Size, string Sha256);
 

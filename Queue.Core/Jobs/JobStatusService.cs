@@ -10,8 +10,14 @@ namespace Queue.Core.Jobs;
 /// ordering from the ordering table, and an ETA from recent throughput. Never scans a job's items.
 /// Shared by the customer API, the Admin UI and the explain endpoint.
 /// </summary>
-public sealed class JobStatusService(MySqlDataSource db, TimeProvider clock, OrderingCalendar calendar, ThroughputMeter throughput)
+public sealed class JobStatusService(MySqlDataSource db, TimeProvider clock, OrderingCalendar calendar, ThroughputMeter throughput) : IDisposable
 {
+    private static readonly TimeSpan HeadSampleEvery = TimeSpan.FromSeconds(10);
+    private readonly SemaphoreSlim headSampling = new(1, 1);
+    private (DateTimeOffset At, double ItemsPerJob) headSample = (DateTimeOffset.MinValue, 1);
+
+    public void Dispose() => headSampling.Dispose();
+
     public async Task<JobStatus?> GetAsync(long tenantId, long jobId, CancellationToken ct)
     {
         await using var conn = await db.OpenConnectionAsync(ct);
@@ -21,8 +27,7 @@ public sealed class JobStatusService(MySqlDataSource db, TimeProvider clock, Ord
         var job = await multi.ReadSingleOrDefaultAsync<JobRow>();
         var leases = await multi.ReadSingleAsync<long>();
         var lane = await multi.ReadSingleAsync<LaneRow>();
-        var jobsAhead = await multi.ReadSingleAsync<long>();
-        return job is null ? null : await BuildAsync(conn, job, leases, lane, jobsAhead, now, ct);
+        return job is null ? null : await BuildAsync(conn, job, leases, lane, now, ct);
     }
 
     /// <summary>Any tenant's job, for technicians.</summary>
@@ -43,10 +48,10 @@ public sealed class JobStatusService(MySqlDataSource db, TimeProvider clock, Ord
         var lane = job.Active > 0 && job.State != JobStates.Cancelled
             ? await conn.QuerySingleAsync<LaneRow>(new CommandDefinition(JobSql.JobLanes, new { JobId = job.Id, Now = now }, cancellationToken: ct))
             : new LaneRow();
-        return await BuildAsync(conn, job, leases, lane, null, now, ct);
+        return await BuildAsync(conn, job, leases, lane, now, ct);
     }
 
-    private async Task<JobStatus> BuildAsync(MySqlConnection conn, JobRow job, long liveLeases, LaneRow lane, long? jobsAhead, DateTime now, CancellationToken ct)
+    private async Task<JobStatus> BuildAsync(MySqlConnection conn, JobRow job, long liveLeases, LaneRow lane, DateTime now, CancellationToken ct)
     {
         var active = Math.Max(0, job.Active);
         var leased = Math.Min(active, liveLeases);
@@ -54,9 +59,9 @@ public sealed class JobStatusService(MySqlDataSource db, TimeProvider clock, Ord
         var mode = calendar.At(now).ModeName;
         var ordering = new OrderingInfo(mode, null, false);
         long? position = null;
+        var exact = true;
         long itemsAhead = 0;
         var live = active > 0 && job.State != JobStates.Cancelled;
-        // The rate is known only while work completes; without it there is no ETA, and no need to add up the jobs ahead.
         var rate = live ? await throughput.ItemsPerSecondAsync(ct) : null;
         if (live && lane.Lanes > 0 && lane.Value is { } value)
         {
@@ -64,17 +69,10 @@ public sealed class JobStatusService(MySqlDataSource db, TimeProvider clock, Ord
             ordering = new OrderingInfo(isOverride ? mode : lane.Mode ?? mode, value, isOverride);
             if (ready > 0 && lane.Blocked == 0 && lane.AnyClaimable == 1)
             {
-                var args = new { JobId = job.Id, Value = value, Now = now };
-                if (rate > 0)
-                {
-                    var ahead = await conn.QuerySingleAsync<AheadRow>(new CommandDefinition(JobSql.Ahead, args, cancellationToken: ct));
-                    position = ahead.Jobs + 1;
-                    itemsAhead = ahead.Items;
-                }
-                else
-                {
-                    position = (jobsAhead ?? await conn.ExecuteScalarAsync<long>(new CommandDefinition(JobSql.Position, args, cancellationToken: ct))) + 1;
-                }
+                var ahead = await QueuePosition.AheadAsync(conn, job.Id, value, lane.Lanes, now, ItemsPerJobAtHeadAsync, ct);
+                position = ahead.Jobs + 1;
+                exact = ahead.Exact;
+                itemsAhead = ahead.Items;
             }
         }
         DateTime? eta = null;
@@ -85,7 +83,31 @@ public sealed class JobStatusService(MySqlDataSource db, TimeProvider clock, Ord
         }
         var state = job.State == JobStates.Closed && active == 0 ? JobStates.Done : job.State;
         return new JobStatus(job.Id, job.Name, JobStates.Name(state), job.CreatedAt, job.TaskList, job.Documents,
-            new ItemCounts(job.ItemsTotal, ready, leased, job.ItemsDone, job.ItemsDead, job.ItemsCancelled), position, ordering, eta);
+            new ItemCounts(job.ItemsTotal, ready, leased, job.ItemsDone, job.ItemsDead, job.ItemsCancelled), position, exact, ordering, eta);
+    }
+
+    /// <summary>
+    /// Active items per claimable job among the first <see cref="QueuePosition.ExactLimit"/> of the ordering, sampled at
+    /// most every <see cref="HeadSampleEvery"/>: what an estimated position multiplies by for the items ahead (the ETA).
+    /// </summary>
+    private async Task<double> ItemsPerJobAtHeadAsync(CancellationToken ct)
+    {
+        var now = clock.GetUtcNow();
+        if (now - headSample.At >= HeadSampleEvery && await headSampling.WaitAsync(0, ct))
+        {
+            try
+            {
+                await using var conn = await db.OpenConnectionAsync(ct);
+                var head = await conn.QuerySingleAsync<AheadRow>(new CommandDefinition(OrderingSql.CappedJobsAhead,
+                    new { Value = long.MaxValue, JobId = long.MaxValue, Now = now.UtcDateTime, Cap = QueuePosition.ExactLimit }, cancellationToken: ct));
+                headSample = (now, head.Jobs == 0 ? 1 : (double)head.Items / head.Jobs);
+            }
+            finally
+            {
+                headSampling.Release();
+            }
+        }
+        return headSample.ItemsPerJob;
     }
 
     private sealed class LaneRow

@@ -104,21 +104,6 @@ public static class AdminSql
         LIMIT 50
         """;
 
-    /// <summary>
-    /// Jobs ahead of (value, job_id) for the next unfiltered claim: unblocked jobs with a lane that may be claimable now.
-    /// Index-only on <c>ix_ordering_any</c>, and it stops after @Cap jobs: counting is linear in the position, so a
-    /// job deep in a 100k queue shows "more than @Cap" instead of costing a scan of the whole index.
-    /// </summary>
-    public const string JobsAhead = """
-        SELECT COUNT(*) FROM (
-          SELECT job_id FROM ordering FORCE INDEX (ix_ordering_any)
-          WHERE blocked = 0 AND (value < @Value OR (value = @Value AND job_id < @JobId))
-          GROUP BY value, job_id
-          HAVING MIN(available_at) <= @Now
-          LIMIT @Cap
-        ) ahead
-        """;
-
     /// <summary>The lowest value any unblocked job has: a bump below it reaches position 1.</summary>
     public const string LowestValue = "SELECT MIN(value) FROM ordering WHERE blocked = 0";
 

@@ -149,7 +149,8 @@ public static class FairnessSql
 
     /// <summary>
     /// The seed's jobs ahead of (@Value, @JobId), grouped by why: an override, a smaller value (smallest-first), or an
-    /// older job (oldest-first, or the same value and a lower id). With their active items, for the ETA.
+    /// older job (oldest-first, or the same value and a lower id). With their active items, for the ETA. Walks
+    /// ix_ordering_any in (value, job_id) order and stops after @Cap claimable jobs (ExplainService estimates the rest).
     /// </summary>
     public const string ExplainAhead = """
         SELECT a.reason AS Reason, COUNT(*) AS Jobs, CAST(COALESCE(SUM(j.items_total - j.items_done - j.items_dead - j.items_cancelled), 0) AS SIGNED) AS Items
@@ -158,15 +159,15 @@ public static class FairnessSql
                  CASE WHEN MIN(mode) = 'override' THEN 'override'
                       WHEN MIN(value) < @Value AND MIN(mode) = 'smallest' THEN 'smaller'
                       ELSE 'older' END AS reason
-          FROM ordering
-          WHERE blocked = 0 AND available_at <= @Now AND job_id <> @JobId
-            AND (value < @Value OR (value = @Value AND job_id < @JobId))
-          GROUP BY job_id
+          FROM ordering FORCE INDEX (ix_ordering_any)
+          WHERE blocked = 0 AND job_id <> @JobId AND (value < @Value OR (value = @Value AND job_id < @JobId))
+          GROUP BY value, job_id HAVING MIN(available_at) <= @Now
+          LIMIT @Cap
         ) a JOIN jobs j ON j.id = a.job_id
         GROUP BY a.reason
         """;
 
-    /// <summary>The same, within one tenant (tenant-fair: only the own tenant's jobs compete by value).</summary>
+    /// <summary>The same, within one tenant (tenant-fair: only the own tenant's jobs compete by value), on ix_ordering_tenant.</summary>
     public const string ExplainAheadInTenant = """
         SELECT a.reason AS Reason, COUNT(*) AS Jobs, CAST(COALESCE(SUM(j.items_total - j.items_done - j.items_dead - j.items_cancelled), 0) AS SIGNED) AS Items
         FROM (
@@ -175,11 +176,18 @@ public static class FairnessSql
                       WHEN MIN(value) < @Value AND MIN(mode) = 'smallest' THEN 'smaller'
                       ELSE 'older' END AS reason
           FROM ordering FORCE INDEX (ix_ordering_tenant)
-          WHERE blocked = 0 AND tenant_id = @TenantId AND available_at <= @Now AND job_id <> @JobId
+          WHERE blocked = 0 AND tenant_id = @TenantId AND job_id <> @JobId
             AND mode <> 'override' AND (value < @Value OR (value = @Value AND job_id < @JobId))
-          GROUP BY job_id
+          GROUP BY value, job_id HAVING MIN(available_at) <= @Now
+          LIMIT @Cap
         ) a JOIN jobs j ON j.id = a.job_id
         GROUP BY a.reason
+        """;
+
+    /// <summary>Index dive (optimizer estimate) of one tenant's lanes ahead, for explanations deeper than @Cap.</summary>
+    public const string DiveLanesAheadInTenant = """
+        EXPLAIN SELECT 1 FROM ordering FORCE INDEX (ix_ordering_tenant)
+        WHERE blocked = 0 AND tenant_id = @TenantId AND (value < @Value OR (value = @Value AND job_id < @JobId))
         """;
 
     /// <summary>Tenant-fair: every claimable override job of any tenant comes first (except the job itself).</summary>
@@ -187,14 +195,19 @@ public static class FairnessSql
         SELECT COUNT(*) AS Jobs, CAST(COALESCE(SUM(j.items_total - j.items_done - j.items_dead - j.items_cancelled), 0) AS SIGNED) AS Items
         FROM (SELECT DISTINCT job_id FROM ordering FORCE INDEX (ix_ordering_mode)
               WHERE blocked = 0 AND mode = 'override' AND available_at <= @Now AND job_id <> @JobId
-                AND (@IsOverride = 0 OR value < @Value OR (value = @Value AND job_id < @JobId))) o
+                AND (@IsOverride = 0 OR value < @Value OR (value = @Value AND job_id < @JobId))
+              LIMIT @Cap) o
         JOIN jobs j ON j.id = o.job_id
         """;
 
-    /// <summary>Other tenants with claimable work, for "another tenant's turn" and the fair share of throughput.</summary>
+    /// <summary>
+    /// Other tenants with unblocked lanes, for "another tenant's turn" and the fair share of throughput: a loose index
+    /// scan (one dive per tenant), so its cost grows with tenants, not lanes. A tenant whose lanes are all leased counts
+    /// too; filtering those would read every lane.
+    /// </summary>
     public const string ExplainOtherTenants = """
         SELECT tenant_id FROM ordering FORCE INDEX (ix_ordering_tenant)
-        WHERE blocked = 0 AND tenant_id <> @TenantId AND available_at <= @Now AND mode <> 'override'
+        WHERE blocked = 0 AND tenant_id <> @TenantId
         GROUP BY tenant_id
         """;
 

@@ -163,33 +163,9 @@ public static class JobSql
         FROM ordering WHERE job_id = @JobId
         """;
 
-    /// <summary>Everything a status read needs about one job in one round trip: the row, its live leases, its lanes, and
-    /// the claimable jobs ahead of it (used only when the job itself is claimable).</summary>
-    public const string StatusOfTenant = JobOfTenant + ";\n" + LiveLeases + ";\n" + JobLanes + ";\n" + PositionOfJob;
-
-    /// <summary><see cref="Position"/> with the job's own value looked up in the same statement.</summary>
-    public const string PositionOfJob = """
-        SELECT COUNT(DISTINCT o.job_id) FROM ordering o
-        JOIN (SELECT value FROM ordering WHERE job_id = @JobId LIMIT 1) me
-        WHERE o.blocked = 0 AND o.available_at <= @Now AND (o.value < me.value OR (o.value = me.value AND o.job_id < @JobId))
-        """;
-
-    /// <summary>Distinct claimable jobs served before this one, as the next claim would order them (index-only).</summary>
-    public const string Position = """
-        SELECT COUNT(DISTINCT job_id) FROM ordering
-        WHERE blocked = 0 AND available_at <= @Now AND (value < @Value OR (value = @Value AND job_id < @JobId))
-        """;
-
-    /// <summary>
-    /// Distinct claimable jobs served before this one, as the next claim would order them, and their outstanding items
-    /// (for the ETA). Reads only the ordering index and the jobs rows of those jobs.
-    /// </summary>
-    public const string Ahead = """
-        SELECT COUNT(*) AS Jobs, CAST(COALESCE(SUM(j.items_total - j.items_done - j.items_dead - j.items_cancelled), 0) AS SIGNED) AS Items
-        FROM (SELECT DISTINCT job_id FROM ordering
-              WHERE blocked = 0 AND available_at <= @Now AND (value < @Value OR (value = @Value AND job_id < @JobId))) a
-        JOIN jobs j ON j.id = a.job_id
-        """;
+    /// <summary>Everything a status read needs about one job in one round trip: the row, its live leases and its lanes.
+    /// The position comes after, and only for a job of the tenant (QueuePosition: capped count or index dive).</summary>
+    public const string StatusOfTenant = JobOfTenant + ";\n" + LiveLeases + ";\n" + JobLanes;
 
     public const string DocumentsPage = """
         SELECT id AS Id, name AS Name, content_type AS ContentType, size AS Size, sha256 AS Sha256, created_at AS CreatedAt

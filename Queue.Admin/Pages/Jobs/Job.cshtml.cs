@@ -14,7 +14,7 @@ public sealed class JobModel(AdminQueries queries, JobActions actions, ExplainSe
     /// <summary>The same explanation a customer gets from GET /jobs/{id}/explain.</summary>
     public JobExplanation? Explanation { get; private set; }
 
-    /// <summary>The job is more than <see cref="AdminQueries.PositionCap"/> deep: the explanation is a link away.</summary>
+    /// <summary>The job is deeper than <see cref="Queue.Core.Ordering.QueuePosition.ExactLimit"/>: the explanation is a link away.</summary>
     public bool ExplanationDeferred { get; private set; }
 
     public const int DeadPageSize = 50;
