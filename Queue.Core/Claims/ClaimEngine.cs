@@ -57,6 +57,9 @@ public sealed class ClaimCounters
 public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, TimeProvider clock, ClaimCounters counters)
 {
     private const int LanesPerRound = 8;
+
+    /// <summary>Selector rounds per claim at most: enough for any batch, bounded if lanes keep yielding nothing.</summary>
+    private const int MaxRounds = 64;
     private const string LeaseExpiredError = "lease expired";
 
     private readonly ConcurrentDictionary<long, string> tenantNames = new();
@@ -65,6 +68,11 @@ public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, Time
     /// Claims one item per slot (fewer if the queue runs dry) for a worker accepting <paramref name="tasks"/>, in claim
     /// order, inside the caller's transaction. Item k of the answer gets slot k.
     /// </summary>
+    /// <remarks>
+    /// Round trips per round, whatever the number of lanes: the selector, the head job's lanes, then the round's other
+    /// lanes in one batch (only when the head did not fill every slot), the writes. Lanes the claim emptied get their
+    /// hint in two more round trips at the end, so the next claims skip them inside the index instead of probing them.
+    /// </remarks>
     public async Task<List<TakenItem>> TakeAsync(MySqlConnection conn, MySqlTransaction tx, IReadOnlyList<string> tasks,
         IReadOnlyList<ClaimSlot> slots, DateTime now, CancellationToken ct)
     {
@@ -75,101 +83,183 @@ public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, Time
         }
         var writes = new List<MySqlBatchCommand>();
         var visited = new HashSet<(long, string)>();
-        for (var round = 0; round < 64 && taken.Count < slots.Count; round++)
+        var emptied = new List<Lane>();
+        for (var round = 0; round < MaxRounds && taken.Count < slots.Count; round++)
         {
-            var lanes = await selector.SelectAsync(conn, tx, new LaneQuery(tasks, now, visited.Count + LanesPerRound), ct);
+            var limit = visited.Count + Math.Max(LanesPerRound, slots.Count - taken.Count);
+            var lanes = await selector.SelectAsync(conn, tx, new LaneQuery(tasks, now, limit), ct);
             var fresh = lanes.Where(l => !visited.Contains((l.JobId, l.Task))).ToList();
             if (fresh.Count == 0)
             {
                 break;
             }
+            var groups = JobGroups(fresh);
+            // The head job alone first: when it fills every slot (a big job), no other lane is locked for nothing.
+            var wanted = slots.Count - taken.Count;
+            var locked = await LockItemsAsync(conn, tx, groups.GetRange(0, 1), wanted, now, ct);
+            var headRows = locked[0].Sum(r => r.Count);
+            if (groups.Count > 1 && headRows < wanted)
+            {
+                locked.AddRange(await LockItemsAsync(conn, tx, groups.GetRange(1, groups.Count - 1), wanted - headRows, now, ct));
+            }
             // A lane that used up its quota stays unvisited, so the selector is asked again after this round (it may
             // offer the lane again); the round itself goes on through the other lanes, so that a selector can hand out
             // one round of quotas across many tenants per query (tenant-fair).
-            for (var i = 0; i < fresh.Count && taken.Count < slots.Count;)
+            for (var gi = 0; gi < locked.Count && taken.Count < slots.Count; gi++)
             {
-                // Lanes of one job are taken together so the job's lowest item id wins across its tasks.
-                var j = i + 1;
-                while (j < fresh.Count && fresh[j].JobId == fresh[i].JobId && fresh[j].Quota is null && fresh[i].Quota is null)
-                {
-                    j++;
-                }
-                var want = slots.Count - taken.Count;
-                if (fresh[i].Quota is { } quota)
-                {
-                    want = Math.Min(want, quota);
-                }
+                var group = groups[gi];
+                var want = LimitOf(group[0], slots.Count - taken.Count);
                 var rows = new List<LockedRow>();
-                for (var k = i; k < j; k++)
+                for (var k = 0; k < group.Count; k++)
                 {
-                    var lane = fresh[k];
-                    var got = (await conn.QueryAsync<LockedRow>(new CommandDefinition(ClaimSql.LockLaneItems,
-                        new { lane.JobId, lane.Task, Now = now, Limit = want }, tx, cancellationToken: ct))).AsList();
-                    if (got.Count == 0)
+                    var got = locked[gi][k];
+                    if (group[k].Quota is not { } q || got.Count < q)
                     {
-                        await RefreshHintAsync(conn, tx, lane, now, ct);
-                    }
-                    if (lane.Quota is not { } q || got.Count < q)
-                    {
-                        visited.Add((lane.JobId, lane.Task));
+                        visited.Add((group[k].JobId, group[k].Task));
                     }
                     rows.AddRange(got);
                 }
-                if (j - i > 1)
+                if (group.Count > 1)
                 {
                     rows.Sort(static (a, b) => a.Id.CompareTo(b.Id));
                 }
+                var used = Math.Min(want, rows.Count);
                 var count = 0;
-                foreach (var row in rows.Take(want))
+                foreach (var row in rows.Take(used))
                 {
-                    var expired = row.State == 1 && row.LeaseExpiresAt is not null;
-                    if (expired)
+                    if (await TakeRowAsync(conn, tx, row, slots[taken.Count], group[0].TenantId, now, taken, writes, ct))
                     {
-                        counters.OnLeaseExpired();
-                        await conn.ExecuteAsync(new CommandDefinition(ClaimSql.RecordError,
-                            new { row.Id, Attempt = row.Attempts, Error = LeaseExpiredError, Now = now }, tx, cancellationToken: ct));
-                        var max = await conn.ExecuteScalarAsync<int>(new CommandDefinition(ClaimSql.MaxAttemptsOfJob, new { row.JobId }, tx, cancellationToken: ct));
-                        if (row.Attempts >= max)
-                        {
-                            await conn.ExecuteAsync(new CommandDefinition(ClaimSql.KillItem, new { row.Id, Error = LeaseExpiredError, Now = now }, tx, cancellationToken: ct));
-                            await CountFinishedAsync(conn, tx, row.JobId, 0, 1, 0, now, ct);
-                            continue;
-                        }
+                        count++;
                     }
-                    var slot = slots[taken.Count];
-                    var token = RandomNumberGenerator.GetBytes(16);
-                    var cmd = new MySqlBatchCommand(slot.Reservation ? ClaimSql.ReserveItem : ClaimSql.LeaseItem);
-                    cmd.Parameters.AddWithValue("@Id", row.Id);
-                    cmd.Parameters.AddWithValue("@Token", token);
-                    cmd.Parameters.AddWithValue(slot.Reservation ? "@Until" : "@Expires", slot.Until);
-                    cmd.Parameters.AddWithValue("@Expired", expired);
-                    cmd.Parameters.AddWithValue("@Now", now);
-                    if (!slot.Reservation)
+                }
+                for (var k = 0; k < group.Count; k++)
+                {
+                    // Everything claimable the lane showed is taken now: it gave fewer rows than asked, none left over.
+                    if (locked[gi][k].Count < LimitOf(group[k], want) && rows.Count <= used)
                     {
-                        cmd.Parameters.AddWithValue("@Worker", slot.Worker);
+                        emptied.Add(group[k]);
                     }
-                    writes.Add(cmd);
-                    // A reservation does not count as an attempt until it is handed out.
-                    var attempt = slot.Reservation ? row.Attempts : row.Attempts + 1;
-                    var tenant = fresh[i].TenantId;
-                    taken.Add(new TakenItem(row.Id, row.JobId, tenant, row.DocumentId, row.Task, attempt, token, slot.Until, slot.Reservation));
-                    count++;
                 }
                 if (count > 0)
                 {
-                    selector.Claimed(fresh[i].TenantId, count);
+                    selector.Claimed(group[0].TenantId, count);
                 }
-                i = j;
             }
             // Written before the next round: SKIP LOCKED does not skip our own locks, so a lane visited again must
             // already show these items as taken.
             await WriteAsync(conn, tx, writes, ct);
+        }
+        if (emptied.Count > 0)
+        {
+            await RefreshHintsAsync(conn, tx, emptied, ct);
         }
         if (taken.Count > 0)
         {
             await DescribeAsync(conn, tx, taken, ct);
         }
         return taken;
+    }
+
+    /// <summary>How many rows a lane is asked for: what is still wanted, within its quota.</summary>
+    private static int LimitOf(Lane lane, int want) => lane.Quota is { } q ? Math.Min(want, q) : want;
+
+    /// <summary>Consecutive lanes of one job (without quotas) form one group, so the job's lowest item id wins across its tasks.</summary>
+    private static List<List<Lane>> JobGroups(List<Lane> fresh)
+    {
+        var groups = new List<List<Lane>>();
+        for (var i = 0; i < fresh.Count;)
+        {
+            var j = i + 1;
+            while (j < fresh.Count && fresh[j].JobId == fresh[i].JobId && fresh[j].Quota is null && fresh[i].Quota is null)
+            {
+                j++;
+            }
+            groups.Add(fresh.GetRange(i, j - i));
+            i = j;
+        }
+        return groups;
+    }
+
+    /// <summary>
+    /// Locks the claimable items of every lane of <paramref name="groups"/>, lowest id first, in one round trip (one
+    /// statement per lane in a batch); each lane is asked for at most <paramref name="want"/> (its quota, if less).
+    /// </summary>
+    private static async Task<List<List<List<LockedRow>>>> LockItemsAsync(MySqlConnection conn, MySqlTransaction tx,
+        List<List<Lane>> groups, int want, DateTime now, CancellationToken ct)
+    {
+        await using var batch = new MySqlBatch(conn, tx);
+        foreach (var lane in groups.SelectMany(g => g))
+        {
+            var cmd = new MySqlBatchCommand(ClaimSql.LockLaneItems);
+            cmd.Parameters.AddWithValue("@JobId", lane.JobId);
+            cmd.Parameters.AddWithValue("@Task", lane.Task);
+            cmd.Parameters.AddWithValue("@Now", now);
+            cmd.Parameters.AddWithValue("@Limit", LimitOf(lane, want));
+            batch.BatchCommands.Add(cmd);
+        }
+        var result = new List<List<List<LockedRow>>>(groups.Count);
+        await using var reader = await batch.ExecuteReaderAsync(ct);
+        var parse = reader.GetRowParser<LockedRow>();
+        var first = true;
+        foreach (var group in groups)
+        {
+            var perLane = new List<List<LockedRow>>(group.Count);
+            for (var k = 0; k < group.Count; k++)
+            {
+                if (!first)
+                {
+                    await reader.NextResultAsync(ct);
+                }
+                first = false;
+                var rows = new List<LockedRow>();
+                while (await reader.ReadAsync(ct))
+                {
+                    rows.Add(parse(reader));
+                }
+                perLane.Add(rows);
+            }
+            result.Add(perLane);
+        }
+        return result;
+    }
+
+    /// <summary>
+    /// Queues the write that gives <paramref name="row"/> to <paramref name="slot"/>; false when the row is instead an
+    /// expired lease that used up its attempts (it goes dead here and takes no slot).
+    /// </summary>
+    private async Task<bool> TakeRowAsync(MySqlConnection conn, MySqlTransaction tx, LockedRow row, ClaimSlot slot, long tenant, DateTime now,
+        List<TakenItem> taken, List<MySqlBatchCommand> writes, CancellationToken ct)
+    {
+        var expired = row.State == 1 && row.LeaseExpiresAt is not null;
+        if (expired)
+        {
+            counters.OnLeaseExpired();
+            await conn.ExecuteAsync(new CommandDefinition(ClaimSql.RecordError,
+                new { row.Id, Attempt = row.Attempts, Error = LeaseExpiredError, Now = now }, tx, cancellationToken: ct));
+            var max = await conn.ExecuteScalarAsync<int>(new CommandDefinition(ClaimSql.MaxAttemptsOfJob, new { row.JobId }, tx, cancellationToken: ct));
+            if (row.Attempts >= max)
+            {
+                await conn.ExecuteAsync(new CommandDefinition(ClaimSql.KillItem, new { row.Id, Error = LeaseExpiredError, Now = now }, tx, cancellationToken: ct));
+                await CountFinishedAsync(conn, tx, row.JobId, 0, 1, 0, now, ct);
+                return false;
+            }
+        }
+        var token = RandomNumberGenerator.GetBytes(16);
+        var cmd = new MySqlBatchCommand(slot.Reservation ? ClaimSql.ReserveItem : ClaimSql.LeaseItem);
+        cmd.Parameters.AddWithValue("@Id", row.Id);
+        cmd.Parameters.AddWithValue("@Token", token);
+        cmd.Parameters.AddWithValue(slot.Reservation ? "@Until" : "@Expires", slot.Until);
+        cmd.Parameters.AddWithValue("@Expired", expired);
+        cmd.Parameters.AddWithValue("@Now", now);
+        if (!slot.Reservation)
+        {
+            cmd.Parameters.AddWithValue("@Worker", slot.Worker);
+        }
+        writes.Add(cmd);
+        // A reservation does not count as an attempt until it is handed out.
+        var attempt = slot.Reservation ? row.Attempts : row.Attempts + 1;
+        taken.Add(new TakenItem(row.Id, row.JobId, tenant, row.DocumentId, row.Task, attempt, token, slot.Until, slot.Reservation));
+        return true;
     }
 
     private static async Task WriteAsync(MySqlConnection conn, MySqlTransaction tx, List<MySqlBatchCommand> writes, CancellationToken ct)
@@ -187,23 +277,41 @@ public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, Time
         writes.Clear();
     }
 
-    /// <summary>A lane that yielded nothing: hide it until its next item falls due, or remove it when it has none.</summary>
-    private static async Task RefreshHintAsync(MySqlConnection conn, MySqlTransaction tx, Lane lane, DateTime now, CancellationToken ct)
+    /// <summary>
+    /// Lanes this claim emptied (or found empty): hide each until its next item falls due, or remove it when it has no
+    /// active item left. The lane rows are locked with SKIP LOCKED first, so an upload's LEAST(available_at, now) is
+    /// never lost under our hint and a claim never waits for a lane a rewrite or an upload holds (those set the hint
+    /// themselves). Read after this claim's writes, so its own leases count. Two round trips for any number of lanes.
+    /// </summary>
+    private static async Task RefreshHintsAsync(MySqlConnection conn, MySqlTransaction tx, List<Lane> emptied, CancellationToken ct)
     {
-        var locked = await conn.QueryFirstOrDefaultAsync<DateTime?>(new CommandDefinition(ClaimSql.LockLane, new { lane.JobId, lane.Task }, tx, cancellationToken: ct));
-        if (locked is null)
+        var wanted = emptied.Select(l => (l.JobId, l.Task)).ToHashSet();
+        var jobs = wanted.Select(l => l.JobId).Distinct().ToList();
+        HashSet<(long, string)> locked;
+        Dictionary<(long, string), DateTime> nextDue;
+        await using (var multi = await conn.QueryMultipleAsync(new CommandDefinition(ClaimSql.LockLanesAndNextDue, new { Jobs = jobs }, tx, cancellationToken: ct)))
         {
-            return; // someone else is changing this lane (an upload, a rewrite): leave the hint to them
+            locked = (await multi.ReadAsync<LaneKey>()).Select(k => (k.JobId, k.Task)).Where(wanted.Contains).ToHashSet();
+            nextDue = (await multi.ReadAsync<LaneDue>()).ToDictionary(d => (d.JobId, d.Task), d => d.NextDue);
         }
-        var next = await conn.ExecuteScalarAsync<DateTime?>(new CommandDefinition(ClaimSql.LaneNextDue, new { lane.JobId, lane.Task }, tx, cancellationToken: ct));
-        if (next is null)
+        if (locked.Count == 0)
         {
-            await conn.ExecuteAsync(new CommandDefinition(ClaimSql.DeleteLane, new { lane.JobId, lane.Task }, tx, cancellationToken: ct));
+            return;
         }
-        else if (next.Value > now)
+        await using var batch = new MySqlBatch(conn, tx);
+        foreach (var (jobId, task) in locked)
         {
-            await conn.ExecuteAsync(new CommandDefinition(ClaimSql.SetLaneHint, new { lane.JobId, lane.Task, At = next.Value }, tx, cancellationToken: ct));
+            var due = nextDue.TryGetValue((jobId, task), out var d) ? d : (DateTime?)null;
+            var cmd = new MySqlBatchCommand(due is null ? ClaimSql.DeleteLane : ClaimSql.SetLaneHint);
+            cmd.Parameters.AddWithValue("@JobId", jobId);
+            cmd.Parameters.AddWithValue("@Task", task);
+            if (due is not null)
+            {
+                cmd.Parameters.AddWithValue("@At", due.Value);
+            }
+            batch.BatchCommands.Add(cmd);
         }
+        await batch.ExecuteNonQueryAsync(ct);
     }
 
     private async Task DescribeAsync(MySqlConnection conn, MySqlTransaction tx, List<TakenItem> taken, CancellationToken ct)
@@ -337,20 +445,38 @@ public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, Time
             }
             if (done.Count > 0)
             {
-                await conn.ExecuteAsync(new CommandDefinition(ClaimSql.CompleteItems, new { Ids = done, Now = now }, tx, cancellationToken: c));
-                foreach (var (jobId, n) in perJob)
+                // One round trip for the items and every job's counters, one for the jobs after, one for the lanes of
+                // jobs that ran dry: a batch of completions costs the same few round trips however many jobs it spans.
+                await using (var batch = new MySqlBatch(conn, tx))
                 {
-                    await conn.ExecuteAsync(new CommandDefinition(ClaimSql.CountFinished,
-                        new { JobId = jobId, Done = n, Dead = 0, Cancelled = 0, Now = now }, tx, cancellationToken: c));
+                    foreach (var id in done)
+                    {
+                        var cmd = new MySqlBatchCommand(ClaimSql.CompleteItem);
+                        cmd.Parameters.AddWithValue("@Id", id);
+                        cmd.Parameters.AddWithValue("@Now", now);
+                        batch.BatchCommands.Add(cmd);
+                    }
+                    foreach (var (jobId, n) in perJob)
+                    {
+                        var cmd = new MySqlBatchCommand(ClaimSql.CountFinished);
+                        cmd.Parameters.AddWithValue("@JobId", jobId);
+                        cmd.Parameters.AddWithValue("@Done", n);
+                        cmd.Parameters.AddWithValue("@Dead", 0);
+                        cmd.Parameters.AddWithValue("@Cancelled", 0);
+                        cmd.Parameters.AddWithValue("@Now", now);
+                        batch.BatchCommands.Add(cmd);
+                    }
+                    await batch.ExecuteNonQueryAsync(c);
                 }
-                var jobs = await conn.QueryAsync<JobAfter>(new CommandDefinition(ClaimSql.JobsAfterFinish, new { JobIds = perJob.Keys.ToList() }, tx, cancellationToken: c));
+                var jobs = (await conn.QueryAsync<JobAfter>(new CommandDefinition(ClaimSql.JobsAfterFinish, new { JobIds = perJob.Keys.ToList() }, tx, cancellationToken: c))).AsList();
                 foreach (var job in jobs)
                 {
                     byTenant[job.TenantId] = byTenant.GetValueOrDefault(job.TenantId) + perJob[job.Id];
-                    if (job.Active <= 0)
-                    {
-                        await conn.ExecuteAsync(new CommandDefinition(OrderingSql.RemoveJob, new { JobId = job.Id }, tx, cancellationToken: c));
-                    }
+                }
+                var dry = jobs.Where(j => j.Active <= 0).Select(j => j.Id).ToList();
+                if (dry.Count > 0)
+                {
+                    await conn.ExecuteAsync(new CommandDefinition(OrderingSql.RemoveJobs, new { JobIds = dry }, tx, cancellationToken: c));
                 }
             }
             await tx.CommitAsync(c);
@@ -466,6 +592,10 @@ public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, Time
             await conn.ExecuteAsync(new CommandDefinition(OrderingSql.RemoveJob, new { JobId = jobId }, tx, cancellationToken: ct));
         }
     }
+
+    private sealed record LaneKey(long JobId, string Task);
+
+    private sealed record LaneDue(long JobId, string Task, DateTime NextDue);
 
     private sealed record LockedRow(long Id, long JobId, long DocumentId, string Task, sbyte State, int Attempts, DateTime? LeaseExpiresAt);
 

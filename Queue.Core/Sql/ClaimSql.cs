@@ -107,14 +107,15 @@ public static class ClaimSql
 
     // ---- The lane hint, when a lane yielded nothing (docs/DESIGN.md).
 
-    /// <summary>Locks the lane row so an upload's LEAST(available_at, now) cannot be lost under our recomputed hint.</summary>
-    public const string LockLane = """
-        SELECT available_at FROM ordering WHERE job_id = @JobId AND task = @Task FOR UPDATE SKIP LOCKED
-        """;
-
-    /// <summary>Earliest moment an active item of the lane can be claimed; NULL when the lane has no active item.</summary>
-    public const string LaneNextDue = """
-        SELECT MIN(due_at) FROM items FORCE INDEX (ix_items_claim) WHERE job_id = @JobId AND task = @Task AND active = 1
+    /// <summary>
+    /// The lanes of these jobs, locked without waiting (a lane an upload or a rewrite holds is skipped: they set the hint
+    /// themselves), then the earliest due time of each lane's active items (no row: the lane has none left). They ride the
+    /// primary key and ix_items_claim. Run after the claim's writes, so its own leases count.
+    /// </summary>
+    public const string LockLanesAndNextDue = """
+        SELECT job_id AS JobId, task AS Task FROM ordering WHERE job_id IN @Jobs FOR UPDATE SKIP LOCKED;
+        SELECT job_id AS JobId, task AS Task, MIN(due_at) AS NextDue FROM items FORCE INDEX (ix_items_claim)
+        WHERE job_id IN @Jobs AND active = 1 GROUP BY job_id, task
         """;
 
     public const string SetLaneHint = "UPDATE ordering SET available_at = @At WHERE job_id = @JobId AND task = @Task";
@@ -140,9 +141,10 @@ public static class ClaimSql
         FROM items WHERE id = @Id FOR UPDATE
         """;
 
-    public const string CompleteItems = """
+    /// <summary>One item of a grouped completion (a batch statement per item: batches carry no list parameters).</summary>
+    public const string CompleteItem = """
         UPDATE items SET state = 2, lease_token = NULL, lease_expires_at = NULL, due_at = @Now, updated_at = @Now
-        WHERE id IN @Ids
+        WHERE id = @Id
         """;
 
     public const string KillItem = """

@@ -51,6 +51,9 @@ public static class OrderingSql
 
     public const string RemoveJob = "DELETE FROM ordering WHERE job_id = @JobId";
 
+    /// <summary>The lanes of several jobs at once (PK range per job), for a batch of completions that ran jobs dry.</summary>
+    public const string RemoveJobs = "DELETE FROM ordering WHERE job_id IN @JobIds";
+
     /// <summary>Makes every lane of a job eligible for claims again at once (requeue, unblock).</summary>
     public const string WakeJob = "UPDATE ordering SET available_at = @Now WHERE job_id = @JobId";
 
