@@ -18,11 +18,29 @@ public sealed class JobOptions
     /// <summary>Inline documents per POST /jobs.</summary>
     public int MaxInlineDocuments { get; set; } = 10_000;
 
-    public bool IsValid() => MaxConcurrentStreams is >= 1 and <= 256 && MaxInlineDocuments is >= 1 and <= 1_000_000;
+    /// <summary>Concurrent POST /jobs grouped into one transaction at most (docs/DESIGN.md "Grouped submissions").</summary>
+    public int SubmissionBatch { get; set; } = 64;
+
+    /// <summary>Inline bytes (base64 and metadata) one grouped transaction carries at most; a larger single job goes alone.</summary>
+    public long SubmissionBatchBytes { get; set; } = 8L * 1024 * 1024;
+
+    /// <summary>POST /jobs waiting for a grouped transaction, beyond which new ones get 503 at once.</summary>
+    public int MaxPendingSubmissions { get; set; } = 1024;
+
+    /// <summary>Grouped submission transactions in flight at once: two keep the database busy while one commits.</summary>
+    public int MaxConcurrentSubmissionFlushes { get; set; } = 2;
+
+    /// <summary>How long a POST /jobs waits for its grouped transaction before it answers 503 with Retry-After.</summary>
+    public int DatabaseWaitMilliseconds { get; set; } = 10_000;
+
+    public bool IsValid() => MaxConcurrentStreams is >= 1 and <= 256 && MaxInlineDocuments is >= 1 and <= 1_000_000
+        && SubmissionBatch is >= 1 and <= 1000 && SubmissionBatchBytes >= 1024 && MaxPendingSubmissions >= 1
+        && MaxConcurrentSubmissionFlushes is >= 1 and <= 16 && DatabaseWaitMilliseconds > 0;
 }
 
 /// <summary>Creating jobs, adding documents (streamed), closing and cancelling. Every call checks the tenant.</summary>
-public sealed class JobService(MySqlDataSource db, TimeProvider clock, OrderingLanes lanes, TenantCache tenants, IOptions<JobOptions> options, Claims.WorkSignal work) : IDisposable
+public sealed class JobService(MySqlDataSource db, TimeProvider clock, OrderingLanes lanes, TenantCache tenants, IOptions<JobOptions> options, Claims.WorkSignal work,
+    SubmissionBatcher submissions) : IDisposable
 {
     /// <summary>Documents up to this size are read into a pooled buffer and stored in one round trip with their items.</summary>
     public const int ProbeBytes = 256 * 1024;
@@ -35,40 +53,12 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, OrderingL
     {
         var tasks = job.Tasks ?? (await tenants.GetAsync(tenantId, ct))?.DefaultTaskList
             ?? throw new InvalidOperationException($"tenant {tenantId} does not exist");
-        var tasksJson = JobValidation.TasksJson(tasks);
-        var inline = InlineBatch.Build(job.Documents);
-        return await Retry.OnDeadlockAsync(async ct =>
+        var result = await submissions.CreateAsync(new PendingJob(tenantId, job.Name, tasks, job.Open, job.Documents), ct);
+        if (job.Documents.Count > 0)
         {
-            var now = clock.GetUtcNow().UtcDateTime;
-            await using var conn = await db.OpenConnectionAsync(ct);
-            await using var tx = await conn.BeginReadCommittedAsync(ct);
-            var jobId = await conn.ExecuteScalarAsync<long>(new CommandDefinition(JobSql.InsertJob,
-                new { TenantId = tenantId, job.Name, Tasks = string.Join(',', tasks), Now = now }, tx, cancellationToken: ct));
-            long items = 0;
-            if (job.Documents.Count > 0)
-            {
-                // Three set-based statements whatever the number of documents: rows, bytes, items.
-                await conn.ExecuteAsync(new CommandDefinition(JobSql.InsertInlineDocuments,
-                    new { JobId = jobId, TenantId = tenantId, Documents = inline.Metadata, Now = now }, tx, cancellationToken: ct));
-                await conn.ExecuteAsync(new CommandDefinition(JobSql.InsertInlineContents,
-                    new { JobId = jobId, Contents = inline.Contents }, tx, cancellationToken: ct));
-                items = await conn.ExecuteAsync(new CommandDefinition(JobSql.InsertItemsForNewJob,
-                    new { JobId = jobId, Tasks = tasksJson, Now = now }, tx, cancellationToken: ct));
-            }
-            await conn.ExecuteAsync(new CommandDefinition(JobSql.AddToJob,
-                new { JobId = jobId, Documents = job.Documents.Count, Items = items, Close = !job.Open, Now = now }, tx, cancellationToken: ct));
-            if (items > 0)
-            {
-                await lanes.PlaceAsync(conn, tx, jobId, tasks, ct);
-            }
-            IReadOnlyList<CreatedDocument> created = job.Documents.Count == 0 ? [] : await CreatedAsync(conn, tx, jobId, ct);
-            await tx.CommitAsync(ct);
-            if (items > 0)
-            {
-                work.Notify(); // wake this process's long-polling workers at once (issue 5)
-            }
-            return (jobId, created);
-        }, ct);
+            work.Notify(); // wake this process's long-polling workers at once (issue 5)
+        }
+        return result;
     }
 
     /// <summary>
@@ -226,13 +216,6 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, OrderingL
         }, ct);
     }
 
-    private static async Task<IReadOnlyList<CreatedDocument>> CreatedAsync(MySqlConnection conn, MySqlTransaction tx, long jobId, CancellationToken ct)
-    {
-        var rows = await conn.QueryAsync<CreatedRow>(new CommandDefinition(JobSql.CreatedDocuments, new { JobId = jobId }, tx, cancellationToken: ct));
-        return rows.Select(r => new CreatedDocument(r.Id, r.Name, r.Size, Convert.ToHexStringLower(r.Sha256))).ToList();
-    }
-
     private sealed record UploadJob(long Id, sbyte State, string Tasks);
 
-    private sealed record CreatedRow(long Id, string Name, long Size, byte[] Sha256);
 }

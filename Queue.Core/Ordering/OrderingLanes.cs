@@ -21,8 +21,22 @@ public sealed class OrderingLanes(OrderingCalendar calendar, TimeProvider clock)
     {
         var now = clock.GetUtcNow().UtcDateTime;
         var facts = await conn.QuerySingleAsync<PlacementFacts>(new CommandDefinition(OrderingSql.PlacementFacts, new { JobId = jobId, Now = now }, tx, cancellationToken: ct));
-        var (value, mode) = Provisional(facts, calendar.At(now).Mode);
         await using var batch = new MySqlBatch(conn, tx);
+        AddPlacement(batch, jobId, tasks, facts, now);
+        if (batch.BatchCommands.Count > 0)
+        {
+            await batch.ExecuteNonQueryAsync(ct);
+        }
+    }
+
+    /// <summary>The statement that reads a job's <see cref="PlacementFacts"/>, for callers that place many jobs in one batch.</summary>
+    public static MySqlBatchCommand FactsCommand(long jobId, DateTime now) =>
+        Command(OrderingSql.PlacementFacts, ("@JobId", jobId), ("@Now", now));
+
+    /// <summary>Adds the lane writes of one job, placed from <paramref name="facts"/> read in the same transaction, to a batch.</summary>
+    public void AddPlacement(MySqlBatch batch, long jobId, IEnumerable<string> tasks, PlacementFacts facts, DateTime now)
+    {
+        var (value, mode) = Provisional(facts, calendar.At(now).Mode);
         foreach (var task in tasks)
         {
             batch.BatchCommands.Add(Command(OrderingSql.UpsertLane,
@@ -32,10 +46,6 @@ public sealed class OrderingLanes(OrderingCalendar calendar, TimeProvider clock)
         {
             // Every upload keeps the smallest-first count of the whole job current, on all its lanes.
             batch.BatchCommands.Add(Command(OrderingSql.SetJobValue, ("@JobId", jobId), ("@Value", value), ("@Mode", mode), ("@Now", now)));
-        }
-        if (batch.BatchCommands.Count > 0)
-        {
-            await batch.ExecuteNonQueryAsync(ct);
         }
     }
 
@@ -98,5 +108,7 @@ public sealed class OrderingLanes(OrderingCalendar calendar, TimeProvider clock)
         await PlaceAsync(conn, tx, jobId, tasks, ct);
     }
 
-    private sealed record PlacementFacts(long TenantId, sbyte Blocked, long Active, long? OverridePriority, long? CurrentOldest, long NextOldest);
 }
+
+/// <summary>What provisional placement reads about a job (<see cref="OrderingSql.PlacementFacts"/>).</summary>
+public sealed record PlacementFacts(long TenantId, sbyte Blocked, long Active, long? OverridePriority, long? CurrentOldest, long NextOldest);

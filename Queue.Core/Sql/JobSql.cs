@@ -9,6 +9,13 @@ public static class JobSql
         SELECT LAST_INSERT_ID();
         """;
 
+    /// <summary>A job row of a grouped submission; <see cref="LastInsertId"/> follows it in the same batch.</summary>
+    public const string InsertJobRow = """
+        INSERT INTO jobs (tenant_id, name, state, tasks, created_at, updated_at) VALUES (@TenantId, @Name, 0, @Tasks, @Now, @Now)
+        """;
+
+    public const string LastInsertId = "SELECT LAST_INSERT_ID()";
+
     /// <summary>The tenant check and state check before an upload reads any byte of the body.</summary>
     public const string JobForUpload = """
         SELECT id AS Id, state AS State, tasks AS Tasks FROM jobs WHERE id = @JobId AND tenant_id = @TenantId

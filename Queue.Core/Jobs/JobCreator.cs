@@ -1,0 +1,150 @@
+using Dapper;
+using MySqlConnector;
+using Queue.Core.Data;
+using Queue.Core.Ordering;
+using Queue.Core.Sql;
+
+namespace Queue.Core.Jobs;
+
+/// <summary>A validated POST /jobs waiting for its grouped transaction.</summary>
+public sealed record PendingJob(long TenantId, string Name, IReadOnlyList<string> Tasks, bool Open, IReadOnlyList<InlineDocument> Documents)
+{
+    internal InlineBatch Inline { get; } = InlineBatch.Build(Documents);
+
+    public string TasksJson { get; } = JobValidation.TasksJson(Tasks);
+
+    /// <summary>Bytes this job sends to the database, for the batch size cap.</summary>
+    public long Bytes => Inline.Metadata.Length + Inline.Contents.Length;
+}
+
+/// <summary>
+/// Creates many new jobs (with their inline documents, items and lanes) in one transaction and three round trips,
+/// however many jobs: the job rows, then every job's documents, bytes, items, counters and placement facts, then
+/// every lane. See docs/DESIGN.md "Grouped submissions".
+/// </summary>
+public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingLanes lanes)
+{
+    public async Task<(long JobId, IReadOnlyList<CreatedDocument> Created)[]> CreateAsync(IReadOnlyList<PendingJob> jobs, CancellationToken ct)
+    {
+        return await Retry.OnDeadlockAsync(async c =>
+        {
+            var now = clock.GetUtcNow().UtcDateTime;
+            await using var conn = await db.OpenConnectionAsync(c);
+            await using var tx = await conn.BeginReadCommittedAsync(c);
+            var ids = await InsertJobsAsync(conn, tx, jobs, now, c);
+            var (facts, created) = await FillJobsAsync(conn, tx, jobs, ids, now, c);
+            await using (var placement = new MySqlBatch(conn, tx))
+            {
+                for (var i = 0; i < jobs.Count; i++)
+                {
+                    if (facts[i] is { } f)
+                    {
+                        lanes.AddPlacement(placement, ids[i], jobs[i].Tasks, f, now);
+                    }
+                }
+                if (placement.BatchCommands.Count > 0)
+                {
+                    await placement.ExecuteNonQueryAsync(c);
+                }
+            }
+            await tx.CommitAsync(c);
+            return ids.Select((id, i) => (id, created[i])).ToArray();
+        }, ct);
+    }
+
+    private static async Task<long[]> InsertJobsAsync(MySqlConnection conn, MySqlTransaction tx, IReadOnlyList<PendingJob> jobs, DateTime now, CancellationToken ct)
+    {
+        await using var batch = new MySqlBatch(conn, tx);
+        foreach (var job in jobs)
+        {
+            batch.BatchCommands.Add(Command(JobSql.InsertJobRow, ("@TenantId", job.TenantId), ("@Name", job.Name), ("@Tasks", string.Join(',', job.Tasks)), ("@Now", now)));
+            batch.BatchCommands.Add(new MySqlBatchCommand(JobSql.LastInsertId));
+        }
+        var ids = new long[jobs.Count];
+        await using var reader = await batch.ExecuteReaderAsync(ct);
+        for (var i = 0; i < jobs.Count; i++)
+        {
+            if (i > 0)
+            {
+                await reader.NextResultAsync(ct);
+            }
+            await reader.ReadAsync(ct);
+            ids[i] = Convert.ToInt64(reader.GetValue(0), System.Globalization.CultureInfo.InvariantCulture);
+        }
+        return ids;
+    }
+
+    /// <summary>Documents, bytes, items and counters of every job, then the facts its placement needs and its documents' ids.</summary>
+    private static async Task<(PlacementFacts?[] Facts, IReadOnlyList<CreatedDocument>[] Created)> FillJobsAsync(
+        MySqlConnection conn, MySqlTransaction tx, IReadOnlyList<PendingJob> jobs, long[] ids, DateTime now, CancellationToken ct)
+    {
+        await using var batch = new MySqlBatch(conn, tx);
+        for (var i = 0; i < jobs.Count; i++)
+        {
+            var job = jobs[i];
+            if (job.Documents.Count > 0)
+            {
+                // Three set-based statements whatever the number of documents: rows, bytes, items.
+                batch.BatchCommands.Add(Command(JobSql.InsertInlineDocuments, ("@JobId", ids[i]), ("@TenantId", job.TenantId), ("@Documents", job.Inline.Metadata), ("@Now", now)));
+                batch.BatchCommands.Add(Command(JobSql.InsertInlineContents, ("@JobId", ids[i]), ("@Contents", job.Inline.Contents)));
+                batch.BatchCommands.Add(Command(JobSql.InsertItemsForNewJob, ("@JobId", ids[i]), ("@Tasks", job.TasksJson), ("@Now", now)));
+            }
+            // Every document fans out into one item per task: the count is known without reading it back.
+            batch.BatchCommands.Add(Command(JobSql.AddToJob, ("@JobId", ids[i]), ("@Documents", job.Documents.Count),
+                ("@Items", (long)job.Documents.Count * job.Tasks.Count), ("@Close", !job.Open), ("@Now", now)));
+        }
+        for (var i = 0; i < jobs.Count; i++)
+        {
+            if (jobs[i].Documents.Count > 0)
+            {
+                batch.BatchCommands.Add(OrderingLanes.FactsCommand(ids[i], now));
+                batch.BatchCommands.Add(Command(JobSql.CreatedDocuments, ("@JobId", ids[i])));
+            }
+        }
+        var facts = new PlacementFacts?[jobs.Count];
+        var created = new IReadOnlyList<CreatedDocument>[jobs.Count];
+        if (jobs.All(j => j.Documents.Count == 0))
+        {
+            await batch.ExecuteNonQueryAsync(ct);
+            Array.Fill(created, []);
+            return (facts, created);
+        }
+        await using var reader = await batch.ExecuteReaderAsync(ct);
+        Func<System.Data.Common.DbDataReader, PlacementFacts>? factsParser = null;
+        var first = true;
+        for (var i = 0; i < jobs.Count; i++)
+        {
+            if (jobs[i].Documents.Count == 0)
+            {
+                created[i] = [];
+                continue;
+            }
+            if (!first)
+            {
+                await reader.NextResultAsync(ct);
+            }
+            first = false;
+            await reader.ReadAsync(ct);
+            factsParser ??= reader.GetRowParser<PlacementFacts>();
+            facts[i] = factsParser(reader);
+            await reader.NextResultAsync(ct);
+            var docs = new List<CreatedDocument>(jobs[i].Documents.Count);
+            while (await reader.ReadAsync(ct))
+            {
+                docs.Add(new CreatedDocument(reader.GetInt64(0), reader.GetString(1), reader.GetInt64(2), Convert.ToHexStringLower((byte[])reader.GetValue(3))));
+            }
+            created[i] = docs;
+        }
+        return (facts, created);
+    }
+
+    private static MySqlBatchCommand Command(string sql, params (string Name, object Value)[] parameters)
+    {
+        var c = new MySqlBatchCommand(sql);
+        foreach (var (name, value) in parameters)
+        {
+            c.Parameters.AddWithValue(name, value);
+        }
+        return c;
+    }
+}
