@@ -1,0 +1,72 @@
+using System.Net;
+using System.Net.Http.Json;
+using Microsoft.Extensions.DependencyInjection;
+using MySqlConnector;
+using Queue.Core.Jobs;
+using Queue.Tests.Infrastructure;
+using static Queue.Tests.Jobs.JobsTestKit;
+
+namespace Queue.Tests.Jobs;
+
+/// <summary>Concurrent POST /jobs share a transaction (docs/DESIGN.md "Grouped submissions"), and each keeps its own outcome.</summary>
+public sealed class GroupedSubmissionTests(ApiFixture fx) : IClassFixture<ApiFixture>
+{
+    [Fact]
+    public async Task Concurrent_submissions_share_transactions_and_each_caller_gets_its_own_whole_job()
+    {
+        var (tenant, key) = await fx.NewCustomerAsync();
+        var http = fx.Api.ClientWithKey(key);
+        var created = await Task.WhenAll(Enumerable.Range(0, 48).Select(i => http.CreateJobAsync(new
+        {
+            name = $"grouped-{i}",
+            tasks = new[] { "text" },
+            documents = new[] { new { name = $"d{i}.txt", content = B64($"document {i}") } },
+        })));
+
+        var ids = created.Select(c => c.GetProperty("id").GetInt64()).ToList();
+        Assert.Equal(48, ids.Distinct().Count());
+        Assert.All(created, c => Assert.Equal(1, c.GetProperty("items").GetProperty("total").GetInt64()));
+        Assert.Equal(48, await fx.CountAsync("SELECT COUNT(*) FROM items WHERE job_id IN @Ids", new { Ids = ids }));
+        Assert.Equal(48, await fx.CountAsync("SELECT COUNT(*) FROM ordering WHERE job_id IN @Ids", new { Ids = ids }));
+        // Jobs of one grouped transaction share its clock reading; 48 separate transactions would not.
+        var groups = await fx.CountAsync("SELECT COUNT(DISTINCT created_at) FROM jobs WHERE tenant_id = @Id", new { tenant.Id });
+        Assert.True(groups < 48, $"48 concurrent submissions made {groups} transactions");
+    }
+
+    [Fact]
+    public async Task A_submission_the_database_refuses_fails_alone_and_the_rest_of_its_group_lands()
+    {
+        var (tenant, _) = await fx.NewCustomerAsync();
+        var batcher = fx.Api.Services.GetRequiredService<SubmissionBatcher>();
+        PendingJob Job(long tenantId, int i) => new(tenantId, $"mixed-{i}", ["text"], false, [new InlineDocument($"d{i}", "text/plain", B64("x"))]);
+
+        // Tenant -1 does not exist: its jobs row breaks the foreign key, inside whatever group it lands in.
+        var attempts = Enumerable.Range(0, 24).Select(i => batcher.CreateAsync(Job(i == 12 ? -1 : tenant.Id, i), default)).ToList();
+        await Assert.ThrowsAsync<MySqlException>(() => attempts[12]);
+        var landed = await Task.WhenAll(attempts.Where((_, i) => i != 12));
+
+        Assert.Equal(23, landed.Select(l => l.JobId).Distinct().Count());
+        Assert.Equal(23, await fx.CountAsync("SELECT COUNT(*) FROM jobs WHERE tenant_id = @Id", new { tenant.Id }));
+        Assert.Equal(23, await fx.CountAsync("SELECT COUNT(*) FROM items i JOIN jobs j ON j.id = i.job_id WHERE j.tenant_id = @Id", new { tenant.Id }));
+        Assert.Equal(0, await fx.CountAsync("SELECT COUNT(*) FROM jobs WHERE tenant_id = -1"));
+    }
+
+    [Fact]
+    public async Task Concurrent_retries_with_one_idempotency_key_make_one_job_while_grouped()
+    {
+        var (tenant, key) = await fx.NewCustomerAsync();
+        var http = fx.Api.ClientWithKey(key);
+        const string body = """{"name":"same","tasks":["text"],"documents":[{"name":"a","content":"eA=="}]}""";
+        var answers = await Task.WhenAll(Enumerable.Range(0, 8).Select(async _ =>
+        {
+            using var m = new HttpRequestMessage(HttpMethod.Post, U("/jobs")) { Content = Json(body) };
+            m.Headers.TryAddWithoutValidation("Idempotency-Key", "grouped-retry");
+            using var r = await http.SendAsync(m);
+            return (r.StatusCode, Id: r.StatusCode == HttpStatusCode.Created ? (await r.Content.ReadFromJsonAsync<System.Text.Json.JsonElement>()).GetProperty("id").GetInt64() : 0);
+        }));
+
+        Assert.All(answers, a => Assert.Contains(a.StatusCode, new[] { HttpStatusCode.Created, HttpStatusCode.Conflict }));
+        Assert.Single(answers.Where(a => a.Id > 0).Select(a => a.Id).Distinct());
+        Assert.Equal(1, await fx.CountAsync("SELECT COUNT(*) FROM jobs WHERE tenant_id = @Id", new { tenant.Id }));
+    }
+}
