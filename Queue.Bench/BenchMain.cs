@@ -16,6 +16,7 @@ public static class BenchMain
         ["ingest"] = IngestBench.RunAsync,
         ["upload"] = UploadBench.RunAsync,
         ["status"] = StatusBench.RunAsync,
+        ["peers"] = PeersBench.RunAsync,
     };
 
     public static async Task<int> RunAsync(string[] args)

@@ -1,0 +1,186 @@
+using System.Globalization;
+using Microsoft.Extensions.Options;
+using Queue.Bench.Harness;
+using Queue.Core.Data;
+using Queue.Core.Security;
+
+namespace Queue.Bench;
+
+/// <summary>
+/// <c>peers</c>: the workload of ../shared/peers/README.md (one-item jobs of a 1 KiB JSON document; enqueue one per
+/// call and 1,000 per call from 16 producers; drains at 1/16/64 workers) against the Release Queue.Api over HTTP, then
+/// the same through run-graphile-worker.sh, side by side with the issue's ratio targets. Options: <c>--jobs N</c>
+/// (100,000), <c>--workers 1,16,64</c>, <c>--drain-max-s S</c> (90), <c>--enq-max-s S</c> (300),
+/// <c>--idempotency</c> (an Idempotency-Key per POST /jobs; graphile's addJob has none), <c>--no-peer</c>,
+/// <c>--peers-dir DIR</c>.
+/// </summary>
+public static class PeersBench
+{
+    private const int Producers = 16;
+    private const int Batch = 1000;
+    private const string PeerTask = "peer";
+
+    public static async Task<int> RunAsync(string[] args)
+    {
+        var jobs = long.Parse(Option(args, "--jobs") ?? "100000", CultureInfo.InvariantCulture);
+        var workers = (Option(args, "--workers") ?? "1,16,64").Split(',').Select(w => int.Parse(w, CultureInfo.InvariantCulture)).ToArray();
+        var drainMaxS = int.Parse(Option(args, "--drain-max-s") ?? "90", CultureInfo.InvariantCulture);
+        var enqMaxS = int.Parse(Option(args, "--enq-max-s") ?? "300", CultureInfo.InvariantCulture);
+        var idempotency = args.Contains("--idempotency");
+        var noPeer = args.Contains("--no-peer");
+        Console.WriteLine($"peers: {jobs:N0} one-item jobs ({{\"i\":n,\"pad\":1,000 x}} as one inline base64 document, 1 task), {Producers} producers, " +
+            $"batches of {Batch:N0}, drains at {string.Join('/', workers)} workers (cap {drainMaxS} s), Idempotency-Key {(idempotency ? "on" : "off")}");
+
+        var queue = await RunQueueAsync(jobs, workers, TimeSpan.FromSeconds(drainMaxS), TimeSpan.FromSeconds(enqMaxS), idempotency);
+        List<PeerResult>? peer = null;
+        if (!noPeer)
+        {
+            Console.WriteLine();
+            peer = await GraphileRunner.RunAsync(jobs, workers, drainMaxS, enqMaxS, Option(args, "--peers-dir"));
+        }
+        return Verdicts(queue, peer);
+    }
+
+    private static async Task<QueueFigures> RunQueueAsync(long jobs, int[] workers, TimeSpan drainCap, TimeSpan enqCap, bool idempotency)
+    {
+        await using var env = await BenchEnvironment.StartAsync();
+        await using var db = SubmitBenchKit.DataSource(env);
+        var (_, customerKey) = await SubmitBenchKit.CustomerAsync(db, "peers", [PeerTask]);
+        var workerKey = (await new ApiKeyService(db, TimeProvider.System, Options.Create(new AuthOptions())).IssueAsync(KeyRole.Worker, null, "peers", default)).Secret;
+        // The gen0 budget is read from the environment only; run.sh exports the same (see Queue.Api.csproj).
+        var api = await env.StartServiceAsync("Queue.Api", new Dictionary<string, string> { ["DOTNET_GCgen0size"] = "0x200000" });
+        var mariadbPid = int.Parse(File.ReadAllText(Path.Combine(env.Server.Directory, "mariadbd.pid")).Trim(), CultureInfo.InvariantCulture);
+        using var http = SubmitBenchKit.Client(api.Url, customerKey, Math.Max(Producers, workers.Max()) + 4);
+        var load = new PeersWorkload(http, customerKey, workerKey);
+        var rss = new List<(string Phase, long Api, long Db)>();
+        var run = Guid.NewGuid().ToString("N")[..8];
+        string? Idem(string phase) => idempotency ? $"{run}-{phase}" : null;
+
+        async Task<T> Measure<T>(string phase, Func<Task<T>> body)
+        {
+            await using var apiRss = new RssSampler(api.RssBytes);
+            await using var dbRss = new RssSampler(() => RssOf(mariadbPid));
+            var result = await body();
+            rss.Add((phase, apiRss.Peak, dbRss.Peak));
+            return result;
+        }
+
+        // Warm-up on its own task, drained to nothing: JIT, pools, key cache, buffer pool pages, both paths.
+        var warm = await load.EnqueueAsync("warm", 320, 1, Producers, enqCap, Idem("warm"));
+        var warmBatch = await load.EnqueueAsync("warm", 200, 200, 1, enqCap, Idem("warm-batch"));
+        await load.DrainAsync("warm", Producers, warm.Items + warmBatch.Items, drainCap);
+        Console.WriteLine($"Queue.Api {api.Url}, warmed up; idle RSS {api.RssBytes() / 1048576.0:F0} MB, mariadbd {RssOf(mariadbPid) / 1048576.0:F0} MB");
+
+        // Batch first on its own task, then cancelled: the single-job phase starts from an empty queue, as each peer
+        // phase starts from a truncated table.
+        var batch = await Measure("enqueue-batch", () => load.EnqueueAsync("batch", jobs, Batch, Producers, enqCap, Idem("batch")));
+        Report.Row($"enqueue-batch ({Batch:N0} docs per POST /jobs)", batch.PerSecond, batch.Latency, rss[^1].Api, "items/s");
+        await load.CancelAsync(batch.JobIds);
+
+        var single = await Measure("enqueue-single", () => load.EnqueueAsync(PeerTask, jobs, 1, Producers, enqCap, Idem("single")));
+        Report.Row($"enqueue-single ({Producers} producers)", single.PerSecond, single.Latency, rss[^1].Api, "jobs/s");
+        var window = (int)Math.Min(1000, Math.Max(1, single.Ends.Length / 10));
+        var shallow = single.Window(0, window);
+        var deep = single.Window(single.Ends.Length - window, single.Ends.Length);
+        var deepLabel = $"{single.Ends.Length - window:N0}-{single.Ends.Length:N0} queued";
+        Report.Row($"  first {window:N0} (0-{window:N0} queued)", shallow.Rate, shallow.P50, shallow.P99, rss[^1].Api, "jobs/s");
+        Report.Row($"  last {window:N0} ({deepLabel})", deep.Rate, deep.P50, deep.P99, rss[^1].Api, "jobs/s");
+
+        var queued = single.Items;
+        var drains = new List<DrainResult>();
+        foreach (var n in workers)
+        {
+            if (queued < jobs)
+            {
+                // One-item jobs through the single path, like the peer's top-up makes one-row jobs: a 1,000-document
+                // POST would make one job of 1,000 items, which is a different (cheaper) drain.
+                var topUp = await load.EnqueueAsync(PeerTask, jobs - queued, 1, Producers, enqCap, Idem($"topup-{n}"));
+                queued += topUp.Items;
+                Console.WriteLine(string.Create(CultureInfo.InvariantCulture, $"  topped up {topUp.Items:N0} jobs in {topUp.Seconds:F1} s ({topUp.PerSecond:N0} jobs/s)"));
+            }
+            var drain = await Measure($"drain-{n}", () => load.DrainAsync(PeerTask, n, queued, drainCap));
+            queued -= drain.Completed;
+            drains.Add(drain);
+            var note = (drain.Capped ? $", capped at {drainCap.TotalSeconds:F0} s" : "") + (drain.EmptyWhileQueued > 0 ? $", {drain.EmptyWhileQueued:N0} empty /next answers while items were queued" : "");
+            Report.Row($"drain {n} workers: POST /next{note}", drain.PerSecond, drain.Claims, rss[^1].Api, "items/s");
+            Report.Row($"  complete", drain.PerSecond, drain.Completes, rss[^1].Api, "items/s");
+        }
+
+        Console.WriteLine();
+        foreach (var (phase, apiPeak, dbPeak) in rss)
+        {
+            Console.WriteLine(string.Create(CultureInfo.InvariantCulture, $"RSS peak {phase,-16} Queue.Api {apiPeak / 1048576.0,6:F0} MB   mariadbd {dbPeak / 1048576.0,6:F0} MB"));
+        }
+        if (load.Retried503 > 0)
+        {
+            Console.WriteLine($"503 answers retried after Retry-After: {load.Retried503:N0}");
+        }
+        return new QueueFigures(single, shallow, deep, window, deepLabel, batch, drains);
+    }
+
+    private static int Verdicts(QueueFigures q, List<PeerResult>? peer)
+    {
+        var report = new Report();
+        PeerResult? Peer(string phase, int? n = null) => peer?.FirstOrDefault(p => p.Phase == phase && (n is null || p.Workers == n));
+
+        Console.WriteLine();
+        Console.WriteLine($"{"workload",-40} {"Queue",-22} {"graphile-worker",-22} Queue / peer");
+        void Line(string workload, double mine, string unit, PeerResult? theirs, bool capped = false) =>
+            Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+                $"{workload,-40} {$"{mine:N0} {unit}{(capped ? " (capped)" : "")}",-22} {(theirs is null ? "-" : $"{theirs.JobsPerSecond:N0} jobs/s{(theirs.Capped ? " (capped)" : "")}"),-22} {(theirs is null ? "-" : $"{mine / theirs.JobsPerSecond:F2}x")}"));
+        Line($"enqueue-single, {Producers} producers", q.Single.PerSecond, "jobs/s", Peer("enqueue-single"), q.Single.Capped);
+        Line($"  first {q.Window:N0} (0-{q.Window:N0} queued)", q.Shallow.Rate, "jobs/s", null);
+        Line($"  last {q.Window:N0} ({q.DeepLabel})", q.Deep.Rate, "jobs/s", null);
+        Line($"enqueue-batch, {Batch:N0} per call", q.Batch.PerSecond, "items/s", Peer("enqueue-batch"), q.Batch.Capped);
+        foreach (var d in q.Drains)
+        {
+            Line($"drain, {d.Workers} worker{(d.Workers == 1 ? "" : "s")}", d.PerSecond, "jobs/s", Peer("drain", d.Workers), d.Capped);
+        }
+
+        void Ratio(string name, double mine, PeerResult? theirs, string unit, double floor, double? stretch)
+        {
+            var measured = theirs is null ? "no graphile-worker figure" : string.Create(CultureInfo.InvariantCulture, $"{mine / theirs.JobsPerSecond:F2}x ({mine:N0} {unit} vs {theirs.JobsPerSecond:N0} jobs/s)");
+            var ratio = theirs is null ? 0 : mine / theirs.JobsPerSecond;
+            report.Target(name, measured, string.Create(CultureInfo.InvariantCulture, $">= {floor:F1}x graphile-worker"), ratio >= floor);
+            if (stretch is { } s)
+            {
+                report.Stretch(name, measured, string.Create(CultureInfo.InvariantCulture, $">= {s:F1}x graphile-worker"), ratio >= s);
+            }
+        }
+        if (peer is not null)
+        {
+            Ratio("enqueue-single-vs-graphile", q.Single.PerSecond, Peer("enqueue-single"), "jobs/s", 1.0, 2.0);
+            Ratio("enqueue-batch-items-vs-graphile-jobs", q.Batch.PerSecond, Peer("enqueue-batch"), "items/s", 1.0, null);
+            foreach (var d in q.Drains)
+            {
+                Ratio($"drain-{d.Workers}-vs-graphile", d.PerSecond, Peer("drain", d.Workers), "jobs/s", d.Workers == 1 ? 0.5 : 1.0, d.Workers == 1 ? null : 2.0);
+            }
+        }
+        var flat = q.Deep.Rate / q.Shallow.Rate;
+        report.Target("enqueue-depth-flatness", string.Create(CultureInfo.InvariantCulture,
+            $"{flat:F2}x ({q.Deep.Rate:N0} jobs/s at {q.DeepLabel} vs {q.Shallow.Rate:N0} at 0-{q.Window:N0})"), ">= 0.9x", flat >= 0.9);
+        report.Target("enqueue-p99-deep", string.Create(CultureInfo.InvariantCulture, $"{q.Deep.P99:F1} ms at {q.DeepLabel}"), "<= 50 ms", q.Deep.P99 <= 50);
+        return report.Finish();
+    }
+
+    private static long RssOf(int pid)
+    {
+        foreach (var line in File.ReadLines($"/proc/{pid}/status"))
+        {
+            if (line.StartsWith("VmRSS:", StringComparison.Ordinal))
+            {
+                return long.Parse(line.Split(' ', StringSplitOptions.RemoveEmptyEntries)[1], CultureInfo.InvariantCulture) * 1024;
+            }
+        }
+        return 0;
+    }
+
+    private static string? Option(string[] args, string name)
+    {
+        var i = Array.IndexOf(args, name);
+        return i >= 0 && i + 1 < args.Length ? args[i + 1] : null;
+    }
+
+    private sealed record QueueFigures(EnqueueResult Single, (double Rate, double P50, double P99) Shallow, (double Rate, double P50, double P99) Deep,
+        int Window, string DeepLabel, EnqueueResult Batch, List<DrainResult> Drains);
+}
