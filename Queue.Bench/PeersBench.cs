@@ -101,9 +101,10 @@ public static class PeersBench
             var drain = await Measure($"drain-{n}", () => load.DrainAsync(PeerTask, n, queued, drainCap));
             queued -= drain.Completed;
             drains.Add(drain);
-            var note = (drain.Capped ? $", capped at {drainCap.TotalSeconds:F0} s" : "") + (drain.EmptyWhileQueued > 0 ? $", {drain.EmptyWhileQueued:N0} empty /next answers while items were queued" : "");
-            Report.Row($"drain {n} workers: POST /next{note}", drain.PerSecond, drain.Claims, rss[^1].Api, "items/s");
+            Report.Row($"drain {n} worker{(n == 1 ? "" : "s")}: POST /next", drain.PerSecond, drain.Claims, rss[^1].Api, "items/s");
             Report.Row($"  complete", drain.PerSecond, drain.Completes, rss[^1].Api, "items/s");
+            Console.WriteLine(string.Create(CultureInfo.InvariantCulture, $"  {drain.Completed:N0} of {drain.Queued:N0} completed in {drain.Seconds:F1} s{(drain.Capped ? " (capped)" : "")}" +
+                (drain.EmptyWhileQueued > 0 ? $"; {drain.EmptyWhileQueued:N0} empty /next answers while items were still unclaimed" : "")));
         }
 
         Console.WriteLine();
