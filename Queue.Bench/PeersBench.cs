@@ -103,8 +103,8 @@ public static class PeersBench
             drains.Add(drain);
             Report.Row($"drain {n} worker{(n == 1 ? "" : "s")}: POST /next", drain.PerSecond, drain.Claims, rss[^1].Api, "items/s");
             Report.Row($"  complete", drain.PerSecond, drain.Completes, rss[^1].Api, "items/s");
-            Console.WriteLine(string.Create(CultureInfo.InvariantCulture, $"  {drain.Completed:N0} of {drain.Queued:N0} completed in {drain.Seconds:F1} s{(drain.Capped ? " (capped)" : "")}" +
-                (drain.EmptyWhileQueued > 0 ? $"; {drain.EmptyWhileQueued:N0} empty /next answers while items were still unclaimed" : "")));
+            var empties = drain.EmptyWhileQueued > 0 ? $"; {drain.EmptyWhileQueued:N0} empty /next answers while items were still unclaimed" : "";
+            Console.WriteLine(string.Create(CultureInfo.InvariantCulture, $"  {drain.Completed:N0} of {drain.Queued:N0} completed in {drain.Seconds:F1} s{(drain.Capped ? " (capped)" : "")}{empties}"));
         }
 
         Console.WriteLine();
