@@ -114,9 +114,9 @@ public static class JobsApi
         }
         var tenant = user.TenantId();
         var inline = documents.Select(d => new InlineDocument(d.Name!, d.ContentType ?? "application/octet-stream", d.Content!)).ToList();
-        var (jobId, created) = await jobs.CreateAsync(tenant, new NewJob(request.Name!, request.Tasks, request.Open ?? false, inline), ct);
-        var s = await status.GetAsync(tenant, jobId, ct) ?? throw new InvalidOperationException($"job {jobId} vanished after creation");
-        return TypedResults.Created(string.Create(CultureInfo.InvariantCulture, $"/jobs/{jobId}"), CreatedJobResponse.From(s, created));
+        var (pending, created) = await jobs.CreateAsync(tenant, new NewJob(request.Name!, request.Tasks, request.Open ?? false, inline), ct);
+        var s = await status.OfNewJobAsync(pending, created, ct);
+        return TypedResults.Created(string.Create(CultureInfo.InvariantCulture, $"/jobs/{created.JobId}"), CreatedJobResponse.From(s, created.Documents));
     }
 
     private static async Task<Results<Created<UploadResponse>, ValidationProblem, ProblemHttpResult>> UploadAsync(

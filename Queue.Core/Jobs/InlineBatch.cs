@@ -9,11 +9,29 @@ namespace Queue.Core.Jobs;
 /// <summary>
 /// The JSON parameters that let a new job's inline documents go into MySQL in set-based statements: metadata (name,
 /// type, size, SHA-256) and contents (base64, passed through as received and decoded by the server).
+/// A lone document is kept decoded instead (<see cref="Single"/>): it goes in with plain VALUES.
 /// </summary>
-internal sealed record InlineBatch(string Metadata, string Contents)
+internal sealed record InlineBatch(string Metadata, string Contents, LoneDocument? Single = null)
 {
+    public long Bytes => Single is { } one ? one.Content.Length : Metadata.Length + Contents.Length;
+
     public static InlineBatch Build(IReadOnlyList<InlineDocument> documents)
     {
+        if (documents.Count == 1)
+        {
+            var d = documents[0];
+            byte[] content;
+            try
+            {
+                content = Convert.FromBase64String(d.Base64);
+            }
+            catch (FormatException)
+            {
+                throw new ArgumentException($"document '{d.Name}' is not valid base64 (validate before calling)", nameof(documents));
+            }
+            return new InlineBatch("", "", new LoneDocument(content, SHA256.HashData(content)));
+        }
+
         var metadata = new ArrayBufferWriter<byte>();
         var contents = new StringBuilder(documents.Sum(d => d.Base64.Length + 3) + 2).Append('[');
         using (var w = new Utf8JsonWriter(metadata))
@@ -73,3 +91,5 @@ internal sealed record InlineBatch(string Metadata, string Contents)
 
     private static bool IsCanonical(string s) => s.Length % 4 == 0 && !s.AsSpan().ContainsAnyExcept(Alphabet);
 }
+
+internal sealed record LoneDocument(byte[] Content, byte[] Sha256);

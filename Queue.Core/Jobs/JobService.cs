@@ -49,16 +49,17 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, OrderingL
 
     public void Dispose() => streams.Dispose();
 
-    public async Task<(long JobId, IReadOnlyList<CreatedDocument> Created)> CreateAsync(long tenantId, NewJob job, CancellationToken ct)
+    public async Task<(PendingJob Job, CreatedJob Created)> CreateAsync(long tenantId, NewJob job, CancellationToken ct)
     {
         var tasks = job.Tasks ?? (await tenants.GetAsync(tenantId, ct))?.DefaultTaskList
             ?? throw new InvalidOperationException($"tenant {tenantId} does not exist");
-        var result = await submissions.CreateAsync(new PendingJob(tenantId, job.Name, tasks, job.Open, job.Documents), ct);
+        var pending = new PendingJob(tenantId, job.Name, tasks, job.Open, job.Documents);
+        var result = await submissions.CreateAsync(pending, ct);
         if (job.Documents.Count > 0)
         {
             work.Notify(); // wake this process's long-polling workers at once (issue 5)
         }
-        return result;
+        return (pending, result);
     }
 
     /// <summary>

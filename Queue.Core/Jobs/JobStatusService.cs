@@ -51,6 +51,23 @@ public sealed class JobStatusService(MySqlDataSource db, TimeProvider clock, Ord
         return await BuildAsync(conn, job, leases, lane, now, ct);
     }
 
+    /// <summary>
+    /// The first status of a job just created, from what its transaction wrote: no read of the job back, only the
+    /// position (an index dive, and a capped walk when the queue ahead is short).
+    /// </summary>
+    public async Task<JobStatus> OfNewJobAsync(PendingJob pending, CreatedJob created, CancellationToken ct)
+    {
+        var items = (long)pending.ItemCount;
+        var job = new JobRow(created.JobId, pending.TenantId, pending.Name, (sbyte)(pending.Open ? JobStates.Open : JobStates.Closed),
+            string.Join(',', pending.Tasks), (sbyte)(created.Blocked ? 1 : 0), pending.Documents.Count, items, 0, 0, 0,
+            created.CreatedAt, pending.Open ? null : created.CreatedAt, null);
+        var lane = created.Value is { } value
+            ? new LaneRow { Lanes = pending.Tasks.Count, Value = value, Mode = created.Mode, Blocked = created.Blocked ? 1 : 0, AnyClaimable = 1 }
+            : new LaneRow();
+        await using var conn = await db.OpenConnectionAsync(ct);
+        return await BuildAsync(conn, job, 0, lane, clock.GetUtcNow().UtcDateTime, ct);
+    }
+
     private async Task<JobStatus> BuildAsync(MySqlConnection conn, JobRow job, long liveLeases, LaneRow lane, DateTime now, CancellationToken ct)
     {
         var active = Math.Max(0, job.Active);

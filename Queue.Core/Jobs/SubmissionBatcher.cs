@@ -19,7 +19,7 @@ public sealed partial class SubmissionBatcher(JobCreator creator, IOptions<JobOp
     private readonly List<Op> pending = [];
     private int flushing;
 
-    public async Task<(long JobId, IReadOnlyList<CreatedDocument> Created)> CreateAsync(PendingJob job, CancellationToken ct)
+    public async Task<CreatedJob> CreateAsync(PendingJob job, CancellationToken ct)
     {
         var o = options.Value;
         var op = new Op(job);
@@ -108,6 +108,6 @@ public sealed partial class SubmissionBatcher(JobCreator creator, IOptions<JobOp
     {
         public PendingJob Job { get; } = job;
 
-        public TaskCompletionSource<(long JobId, IReadOnlyList<CreatedDocument> Created)> Result { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
+        public TaskCompletionSource<CreatedJob> Result { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
     }
 }

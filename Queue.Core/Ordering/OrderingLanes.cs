@@ -33,8 +33,11 @@ public sealed class OrderingLanes(OrderingCalendar calendar, TimeProvider clock)
     public static MySqlBatchCommand FactsCommand(long jobId, DateTime now) =>
         Command(OrderingSql.PlacementFacts, ("@JobId", jobId), ("@Now", now));
 
-    /// <summary>Adds the lane writes of one job, placed from <paramref name="facts"/> read in the same transaction, to a batch.</summary>
-    public void AddPlacement(MySqlBatch batch, long jobId, IEnumerable<string> tasks, PlacementFacts facts, DateTime now)
+    /// <summary>
+    /// Adds the lane writes of one job, placed from <paramref name="facts"/> read in the same transaction, to a batch;
+    /// returns the value and mode the lanes get.
+    /// </summary>
+    public (long Value, string Mode) AddPlacement(MySqlBatch batch, long jobId, IEnumerable<string> tasks, PlacementFacts facts, DateTime now)
     {
         var (value, mode) = Provisional(facts, calendar.At(now).Mode);
         foreach (var task in tasks)
@@ -47,6 +50,7 @@ public sealed class OrderingLanes(OrderingCalendar calendar, TimeProvider clock)
             // Every upload keeps the smallest-first count of the whole job current, on all its lanes.
             batch.BatchCommands.Add(Command(OrderingSql.SetJobValue, ("@JobId", jobId), ("@Value", value), ("@Mode", mode), ("@Now", now)));
         }
+        return (value, mode);
     }
 
     /// <summary>The value a job gets between rewrites: its override, else its current oldest rank, else a provisional one.</summary>

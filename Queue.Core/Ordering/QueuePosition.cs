@@ -19,11 +19,13 @@ public static class QueuePosition
     public const int ExactLimit = 1000;
 
     /// <summary>
-    /// Above this many lanes ahead by the dive, the exact count is not even tried: the dive is exact for short ranges, and
-    /// non-claimable lanes (all leased, backing off) make the dive an over-count, so the margin keeps "exact up to 1,000"
-    /// true unless nearly all of 20,000 lanes ahead are idle.
+    /// Above this many lanes ahead per lane of the job (by the dive), the exact count is not even tried. The dive is
+    /// exact for short ranges; lanes that are not claimable (all leased, backing off) make it an over-count, so the 2x
+    /// margin keeps "exact up to 1,000" true unless more than half the lanes ahead are idle. The walk costs about 2.5 ms
+    /// of database time at its cap: a margin of 20x made it run on every POST /jobs up to 20,000 jobs deep, the largest
+    /// single cost of a one-document submission (docs/DESIGN.md "Position at depth").
     /// </summary>
-    public const long WalkLimitLanes = 20_000;
+    public const long WalkLimitLanesPerLane = 2 * ExactLimit;
 
     /// <param name="lanesPerJob">The job's own lane count: the dive counts lanes, and jobs like this one have this many.</param>
     public static async Task<JobsAhead> AheadAsync(MySqlConnection conn, long jobId, long value, long lanesPerJob, DateTime now,
@@ -31,7 +33,7 @@ public static class QueuePosition
     {
         var lanes = await DiveAsync(conn, OrderingSql.DiveLanesAhead, new { Value = value, JobId = jobId }, ct);
         var estimate = lanes / Math.Max(1, lanesPerJob);
-        if (lanes <= WalkLimitLanes)
+        if (lanes <= WalkLimitLanesPerLane * Math.Max(1, lanesPerJob))
         {
             var counted = await conn.QuerySingleAsync<CountRow>(new CommandDefinition(OrderingSql.CappedJobsAhead,
                 new { Value = value, JobId = jobId, Now = now, Cap = ExactLimit + 1 }, cancellationToken: ct));

@@ -40,6 +40,23 @@ public static class JobSql
         SELECT @queue_document_id;
         """;
 
+    // ---- A new job's lone inline document: three plain statements in the creating batch, chained by LAST_INSERT_ID()
+    // (the document's id until the items insert, since document_content has no auto-increment column).
+
+    public const string InsertOneDocument = """
+        INSERT INTO documents (job_id, tenant_id, name, content_type, size, sha256, created_at)
+        VALUES (@JobId, @TenantId, @Name, @ContentType, @Size, @Sha256, @Now)
+        """;
+
+    public const string InsertOneContent = "INSERT INTO document_content (document_id, content) VALUES (LAST_INSERT_ID(), @Content)";
+
+    public const string InsertOneDocumentItems = """
+        INSERT INTO items (job_id, document_id, task, state, due_at, created_at, updated_at)
+        SELECT @JobId, LAST_INSERT_ID(), t.task, 0, @Now, @Now, @Now FROM
+        """ + " " + TaskRows + """
+         ORDER BY t.ord
+        """;
+
     /// <summary>
     /// Every inline document row of a new job in one set-based statement, from a JSON array of
     /// <c>{"n": name, "t": content type, "s": size, "h": sha256 hex}</c>. Rows go in in array order, so their ids rise in

@@ -34,6 +34,40 @@ public sealed class GroupedSubmissionTests(ApiFixture fx) : IClassFixture<ApiFix
     }
 
     [Fact]
+    public async Task One_document_jobs_with_several_tasks_grouped_with_larger_jobs_get_their_own_document_for_every_item()
+    {
+        var (tenant, key) = await fx.NewCustomerAsync(settings: new Queue.Core.Security.TenantSettings(["text", "thumbnail", "ocr"]));
+        var http = fx.Api.ClientWithKey(key);
+        // Even i: one document (plain VALUES chained by LAST_INSERT_ID); odd i: three (set-based JSON statements).
+        var created = await Task.WhenAll(Enumerable.Range(0, 32).Select(i => http.CreateJobAsync(new
+        {
+            name = $"mixed-{i}",
+            tasks = new[] { "text", "thumbnail", "ocr" },
+            documents = Enumerable.Range(0, i % 2 == 0 ? 1 : 3).Select(d => new { name = $"j{i}-d{d}.txt", content = B64($"job {i} document {d}") }).ToArray(),
+        })));
+
+        foreach (var c in created)
+        {
+            var id = c.GetProperty("id").GetInt64();
+            var documents = c.GetProperty("created").GetArrayLength();
+            Assert.Equal(documents * 3, c.GetProperty("items").GetProperty("total").GetInt64());
+            Assert.Equal(documents * 3, await fx.CountAsync(
+                "SELECT COUNT(*) FROM items i JOIN documents d ON d.id = i.document_id AND d.job_id = i.job_id WHERE i.job_id = @Id", new { Id = id }));
+            Assert.Equal(documents, await fx.CountAsync(
+                "SELECT COUNT(*) FROM document_content dc JOIN documents d ON d.id = dc.document_id WHERE d.job_id = @Id", new { Id = id }));
+            // The answer is built from what the transaction wrote; a later read must agree with it.
+            using var status = await http.GetFromJsonAsync<System.Text.Json.JsonDocument>($"/jobs/{id}");
+            Assert.Equal(c.GetProperty("createdAt").GetDateTime(), status!.RootElement.GetProperty("createdAt").GetDateTime());
+            Assert.Equal(c.GetProperty("state").GetString(), status.RootElement.GetProperty("state").GetString());
+            Assert.Equal(c.GetProperty("ordering").GetRawText(), status.RootElement.GetProperty("ordering").GetRawText());
+            Assert.Equal(c.GetProperty("items").GetRawText(), status.RootElement.GetProperty("items").GetRawText());
+        }
+        var names = await fx.CountAsync(
+            "SELECT COUNT(*) FROM documents d JOIN jobs j ON j.id = d.job_id WHERE j.tenant_id = @Id AND d.name LIKE CONCAT('j', SUBSTRING(j.name, 7), '-d%')", new { tenant.Id });
+        Assert.Equal(16 + (16 * 3), names);
+    }
+
+    [Fact]
     public async Task A_submission_the_database_refuses_fails_alone_and_the_rest_of_its_group_lands()
     {
         var (tenant, _) = await fx.NewCustomerAsync();
