@@ -146,17 +146,13 @@ public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, Time
                 }
             }
             // Written before the next round: SKIP LOCKED does not skip our own locks, so a lane visited again must
-            // already show these items as taken.
-            await WriteAsync(conn, tx, writes, ct);
+            // already show these items as taken. The last round's writes go with the closing batch instead.
+            if (taken.Count < slots.Count && round < MaxRounds - 1)
+            {
+                await WriteAsync(conn, tx, writes, ct);
+            }
         }
-        if (emptied.Count > 0)
-        {
-            await RefreshHintsAsync(conn, tx, emptied, ct);
-        }
-        if (taken.Count > 0)
-        {
-            await DescribeAsync(conn, tx, taken, ct);
-        }
+        await CloseAsync(conn, tx, writes, emptied, taken, ct);
         return taken;
     }
 
@@ -278,47 +274,90 @@ public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, Time
     }
 
     /// <summary>
-    /// Lanes this claim emptied (or found empty): hide each until its next item falls due, or remove it when it has no
-    /// active item left. The lane rows are locked with SKIP LOCKED first, so an upload's LEAST(available_at, now) is
-    /// never lost under our hint and a claim never waits for a lane a rewrite or an upload holds (those set the hint
-    /// themselves). Read after this claim's writes, so its own leases count. Two round trips for any number of lanes.
+    /// The claim's closing round trip: its last writes, then, for each lane it emptied (or found empty), the lane row
+    /// locked with SKIP LOCKED and the earliest due time of its active items, then the taken items' documents. A second
+    /// round trip hides each emptied lane until its next item falls due, or removes it when it has no active item left.
+    /// SKIP LOCKED: an upload's LEAST(available_at, now) is never lost under our hint, and a claim never waits for a lane
+    /// a rewrite or an upload holds (those set the hint themselves). The due times are read after this claim's writes,
+    /// so its own leases count. One statement per lane or document: batch commands carry no list parameters.
     /// </summary>
-    private static async Task RefreshHintsAsync(MySqlConnection conn, MySqlTransaction tx, List<Lane> emptied, CancellationToken ct)
+    private async Task CloseAsync(MySqlConnection conn, MySqlTransaction tx, List<MySqlBatchCommand> writes, List<Lane> emptied,
+        List<TakenItem> taken, CancellationToken ct)
     {
-        var wanted = emptied.Select(l => (l.JobId, l.Task)).ToHashSet();
-        var jobs = wanted.Select(l => l.JobId).Distinct().ToList();
-        HashSet<(long, string)> locked;
-        Dictionary<(long, string), DateTime> nextDue;
-        await using (var multi = await conn.QueryMultipleAsync(new CommandDefinition(ClaimSql.LockLanesAndNextDue, new { Jobs = jobs }, tx, cancellationToken: ct)))
+        var lanes = emptied.Select(l => (l.JobId, l.Task)).Distinct().ToList();
+        var documents = taken.Select(t => t.DocumentId).Distinct().ToList();
+        if (lanes.Count == 0 && documents.Count == 0)
         {
-            locked = (await multi.ReadAsync<LaneKey>()).Select(k => (k.JobId, k.Task)).Where(wanted.Contains).ToHashSet();
-            nextDue = (await multi.ReadAsync<LaneDue>()).ToDictionary(d => (d.JobId, d.Task), d => d.NextDue);
-        }
-        if (locked.Count == 0)
-        {
+            await WriteAsync(conn, tx, writes, ct);
             return;
         }
-        await using var batch = new MySqlBatch(conn, tx);
-        foreach (var (jobId, task) in locked)
+        var hints = new List<(long JobId, string Task, DateTime? NextDue)>();
+        var docs = new Dictionary<long, DocRow>();
+        await using (var batch = new MySqlBatch(conn, tx))
         {
-            var due = nextDue.TryGetValue((jobId, task), out var d) ? d : (DateTime?)null;
-            var cmd = new MySqlBatchCommand(due is null ? ClaimSql.DeleteLane : ClaimSql.SetLaneHint);
-            cmd.Parameters.AddWithValue("@JobId", jobId);
-            cmd.Parameters.AddWithValue("@Task", task);
-            if (due is not null)
+            foreach (var w in writes)
             {
-                cmd.Parameters.AddWithValue("@At", due.Value);
+                batch.BatchCommands.Add(w);
             }
-            batch.BatchCommands.Add(cmd);
+            writes.Clear();
+            foreach (var (jobId, task) in lanes)
+            {
+                batch.BatchCommands.Add(LaneCommand(ClaimSql.LockLane, jobId, task));
+                batch.BatchCommands.Add(LaneCommand(ClaimSql.LaneNextDue, jobId, task));
+            }
+            foreach (var id in documents)
+            {
+                var cmd = new MySqlBatchCommand(ClaimSql.DocumentById);
+                cmd.Parameters.AddWithValue("@Id", id);
+                batch.BatchCommands.Add(cmd);
+            }
+            await using var reader = await batch.ExecuteReaderAsync(ct);
+            var first = true;
+            async Task NextAsync()
+            {
+                if (!first)
+                {
+                    await reader.NextResultAsync(ct);
+                }
+                first = false;
+            }
+            foreach (var (jobId, task) in lanes)
+            {
+                await NextAsync();
+                var locked = await reader.ReadAsync(ct);
+                while (await reader.ReadAsync(ct))
+                {
+                }
+                await NextAsync();
+                DateTime? due = await reader.ReadAsync(ct) && !await reader.IsDBNullAsync(0, ct) ? reader.GetDateTime(0) : null;
+                if (locked)
+                {
+                    hints.Add((jobId, task, due));
+                }
+            }
+            foreach (var id in documents)
+            {
+                await NextAsync();
+                if (await reader.ReadAsync(ct))
+                {
+                    docs[id] = new DocRow(reader.GetInt64(0), reader.GetString(1), reader.GetString(2));
+                }
+            }
         }
-        await batch.ExecuteNonQueryAsync(ct);
-    }
-
-    private async Task DescribeAsync(MySqlConnection conn, MySqlTransaction tx, List<TakenItem> taken, CancellationToken ct)
-    {
-        var ids = taken.Select(t => t.DocumentId).Distinct().ToList();
-        var docs = (await conn.QueryAsync<DocRow>(new CommandDefinition(ClaimSql.DocumentsByIds, new { Ids = ids }, tx, cancellationToken: ct)))
-            .ToDictionary(d => d.Id);
+        if (hints.Count > 0)
+        {
+            await using var batch = new MySqlBatch(conn, tx);
+            foreach (var (jobId, task, due) in hints)
+            {
+                var cmd = LaneCommand(due is null ? ClaimSql.DeleteLane : ClaimSql.SetLaneHint, jobId, task);
+                if (due is not null)
+                {
+                    cmd.Parameters.AddWithValue("@At", due.Value);
+                }
+                batch.BatchCommands.Add(cmd);
+            }
+            await batch.ExecuteNonQueryAsync(ct);
+        }
         foreach (var t in taken)
         {
             if (docs.TryGetValue(t.DocumentId, out var d))
@@ -328,6 +367,14 @@ public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, Time
             }
             t.TenantName = await TenantNameAsync(conn, tx, t.TenantId, ct);
         }
+    }
+
+    private static MySqlBatchCommand LaneCommand(string sql, long jobId, string task)
+    {
+        var cmd = new MySqlBatchCommand(sql);
+        cmd.Parameters.AddWithValue("@JobId", jobId);
+        cmd.Parameters.AddWithValue("@Task", task);
+        return cmd;
     }
 
     private async ValueTask<string> TenantNameAsync(MySqlConnection conn, MySqlTransaction tx, long tenantId, CancellationToken ct)
@@ -445,38 +492,47 @@ public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, Time
             }
             if (done.Count > 0)
             {
-                // One round trip for the items and every job's counters, one for the jobs after, one for the lanes of
-                // jobs that ran dry: a batch of completions costs the same few round trips however many jobs it spans.
-                await using (var batch = new MySqlBatch(conn, tx))
+                // One round trip for the items, every job's counters, the lanes of jobs that ran dry and the jobs'
+                // tenants: a batch of completions costs the same few round trips however many jobs it spans.
+                await using var batch = new MySqlBatch(conn, tx);
+                foreach (var id in done)
                 {
-                    foreach (var id in done)
-                    {
-                        var cmd = new MySqlBatchCommand(ClaimSql.CompleteItem);
-                        cmd.Parameters.AddWithValue("@Id", id);
-                        cmd.Parameters.AddWithValue("@Now", now);
-                        batch.BatchCommands.Add(cmd);
-                    }
-                    foreach (var (jobId, n) in perJob)
-                    {
-                        var cmd = new MySqlBatchCommand(ClaimSql.CountFinished);
-                        cmd.Parameters.AddWithValue("@JobId", jobId);
-                        cmd.Parameters.AddWithValue("@Done", n);
-                        cmd.Parameters.AddWithValue("@Dead", 0);
-                        cmd.Parameters.AddWithValue("@Cancelled", 0);
-                        cmd.Parameters.AddWithValue("@Now", now);
-                        batch.BatchCommands.Add(cmd);
-                    }
-                    await batch.ExecuteNonQueryAsync(c);
+                    var cmd = new MySqlBatchCommand(ClaimSql.CompleteItem);
+                    cmd.Parameters.AddWithValue("@Id", id);
+                    cmd.Parameters.AddWithValue("@Now", now);
+                    batch.BatchCommands.Add(cmd);
                 }
-                var jobs = (await conn.QueryAsync<JobAfter>(new CommandDefinition(ClaimSql.JobsAfterFinish, new { JobIds = perJob.Keys.ToList() }, tx, cancellationToken: c))).AsList();
-                foreach (var job in jobs)
+                foreach (var (jobId, n) in perJob)
                 {
-                    byTenant[job.TenantId] = byTenant.GetValueOrDefault(job.TenantId) + perJob[job.Id];
+                    var cmd = new MySqlBatchCommand(ClaimSql.CountFinished);
+                    cmd.Parameters.AddWithValue("@JobId", jobId);
+                    cmd.Parameters.AddWithValue("@Done", n);
+                    cmd.Parameters.AddWithValue("@Dead", 0);
+                    cmd.Parameters.AddWithValue("@Cancelled", 0);
+                    cmd.Parameters.AddWithValue("@Now", now);
+                    batch.BatchCommands.Add(cmd);
+                    var remove = new MySqlBatchCommand(ClaimSql.RemoveLanesIfDry);
+                    remove.Parameters.AddWithValue("@JobId", jobId);
+                    batch.BatchCommands.Add(remove);
                 }
-                var dry = jobs.Where(j => j.Active <= 0).Select(j => j.Id).ToList();
-                if (dry.Count > 0)
+                foreach (var jobId in perJob.Keys)
                 {
-                    await conn.ExecuteAsync(new CommandDefinition(OrderingSql.RemoveJobs, new { JobIds = dry }, tx, cancellationToken: c));
+                    var cmd = new MySqlBatchCommand(ClaimSql.TenantOfJob);
+                    cmd.Parameters.AddWithValue("@JobId", jobId);
+                    batch.BatchCommands.Add(cmd);
+                }
+                await using (var reader = await batch.ExecuteReaderAsync(c))
+                {
+                    var parse = reader.GetRowParser<JobTenant>();
+                    do
+                    {
+                        while (await reader.ReadAsync(c))
+                        {
+                            var job = parse(reader);
+                            byTenant[job.TenantId] = byTenant.GetValueOrDefault(job.TenantId) + perJob[job.Id];
+                        }
+                    }
+                    while (await reader.NextResultAsync(c));
                 }
             }
             await tx.CommitAsync(c);
@@ -593,10 +649,6 @@ public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, Time
         }
     }
 
-    private sealed record LaneKey(long JobId, string Task);
-
-    private sealed record LaneDue(long JobId, string Task, DateTime NextDue);
-
     private sealed record LockedRow(long Id, long JobId, long DocumentId, string Task, sbyte State, int Attempts, DateTime? LeaseExpiresAt);
 
     private sealed record ConfirmedRow(long Id, byte[]? LeaseToken);
@@ -604,6 +656,8 @@ public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, Time
     private sealed record DocRow(long Id, string Name, string ContentType);
 
     private sealed record JobAfter(long Id, long TenantId, sbyte State, long Active);
+
+    private sealed record JobTenant(long Id, long TenantId);
 
     private sealed record JobStateRow(sbyte State, long TenantId);
 

@@ -99,23 +99,18 @@ public static class ClaimSql
         SELECT t.max_attempts FROM jobs j JOIN tenants t ON t.id = j.tenant_id WHERE j.id = @JobId
         """;
 
-    public const string DocumentsByIds = """
-        SELECT id AS Id, name AS Name, content_type AS ContentType FROM documents WHERE id IN @Ids
-        """;
+    public const string DocumentById = "SELECT id, name, content_type FROM documents WHERE id = @Id";
 
     public const string TenantNameById = "SELECT name FROM tenants WHERE id = @Id";
 
     // ---- The lane hint, when a lane yielded nothing (docs/DESIGN.md).
 
-    /// <summary>
-    /// The lanes of these jobs, locked without waiting (a lane an upload or a rewrite holds is skipped: they set the hint
-    /// themselves), then the earliest due time of each lane's active items (no row: the lane has none left). They ride the
-    /// primary key and ix_items_claim. Run after the claim's writes, so its own leases count.
-    /// </summary>
-    public const string LockLanesAndNextDue = """
-        SELECT job_id AS JobId, task AS Task FROM ordering WHERE job_id IN @Jobs FOR UPDATE SKIP LOCKED;
-        SELECT job_id AS JobId, task AS Task, MIN(due_at) AS NextDue FROM items FORCE INDEX (ix_items_claim)
-        WHERE job_id IN @Jobs AND active = 1 GROUP BY job_id, task
+    /// <summary>One lane, locked without waiting (a lane an upload or a rewrite holds is skipped: they set the hint themselves). PK.</summary>
+    public const string LockLane = "SELECT 1 FROM ordering WHERE job_id = @JobId AND task = @Task FOR UPDATE SKIP LOCKED";
+
+    /// <summary>The earliest due time of a lane's active items (NULL: none left), on ix_items_claim.</summary>
+    public const string LaneNextDue = """
+        SELECT MIN(due_at) FROM items FORCE INDEX (ix_items_claim) WHERE job_id = @JobId AND task = @Task AND active = 1
         """;
 
     public const string SetLaneHint = "UPDATE ordering SET available_at = @At WHERE job_id = @JobId AND task = @Task";
@@ -177,6 +172,18 @@ public static class ClaimSql
             updated_at = @Now
         WHERE id = @JobId
         """;
+
+    /// <summary>
+    /// The lanes of one job once it ran dry, in the completion's own batch (the jobs row is already ours, locked by
+    /// <see cref="CountFinished"/>): no separate read of the counters and no separate delete round trip. PK of both.
+    /// </summary>
+    public const string RemoveLanesIfDry = """
+        DELETE o FROM ordering o JOIN jobs j ON j.id = o.job_id
+        WHERE o.job_id = @JobId AND j.items_total - j.items_done - j.items_dead - j.items_cancelled <= 0
+        """;
+
+    /// <summary>The tenant of one job, read back in the completion's batch for the per-tenant counters.</summary>
+    public const string TenantOfJob = "SELECT id AS Id, tenant_id AS TenantId FROM jobs WHERE id = @JobId";
 
     public const string JobsAfterFinish = """
         SELECT id AS Id, tenant_id AS TenantId, state AS State,
