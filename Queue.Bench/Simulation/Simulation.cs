@@ -44,7 +44,7 @@ public sealed class Simulation(Scenario scenario, string policy, string connecti
             "fifo" => new FifoLaneSelector(),
             _ => new SeedLaneSelector(),
         };
-        var engine = new ClaimEngine(db, selector, clock, new ClaimCounters());
+        var engine = new ClaimEngine(db, selector, clock, new ClaimCounters(), new LaneJanitor(db, Microsoft.Extensions.Logging.Abstractions.NullLogger<LaneJanitor>.Instance));
 
         var tenantService = new TenantService(db, clock);
         var ids = new Dictionary<string, long>(StringComparer.Ordinal);

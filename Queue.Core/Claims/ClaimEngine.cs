@@ -54,7 +54,7 @@ public sealed class ClaimCounters
 /// The database side of claims and leases. Every method is one short READ COMMITTED transaction (or runs inside the
 /// caller's); locking reads come before writes, and a claim never waits for a row another claimer holds.
 /// </summary>
-public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, TimeProvider clock, ClaimCounters counters)
+public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, TimeProvider clock, ClaimCounters counters, LaneJanitor janitor)
 {
     private const int LanesPerRound = 8;
 
@@ -471,6 +471,7 @@ public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, Time
             var rows = (await conn.QueryAsync<FinishRow>(new CommandDefinition(ClaimSql.LockItemsForFinish, new { Ids = ids }, tx, cancellationToken: c)))
                 .ToDictionary(r => r.Id);
             var done = new List<long>();
+            var dry = new List<long>();
             var perJob = new Dictionary<long, int>();
             for (var i = 0; i < leases.Count; i++)
             {
@@ -492,8 +493,9 @@ public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, Time
             }
             if (done.Count > 0)
             {
-                // One round trip for the items, every job's counters, the lanes of jobs that ran dry and the jobs'
-                // tenants: a batch of completions costs the same few round trips however many jobs it spans.
+                // One round trip for the items, every job's counters and the jobs after: a batch of completions costs
+                // the same few round trips however many jobs it spans. Lanes of jobs that ran dry go after the commit
+                // (LaneJanitor), so a completion never waits on a lane a rewrite holds.
                 await using var batch = new MySqlBatch(conn, tx);
                 foreach (var id in done)
                 {
@@ -511,13 +513,10 @@ public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, Time
                     cmd.Parameters.AddWithValue("@Cancelled", 0);
                     cmd.Parameters.AddWithValue("@Now", now);
                     batch.BatchCommands.Add(cmd);
-                    var remove = new MySqlBatchCommand(ClaimSql.RemoveLanesIfDry);
-                    remove.Parameters.AddWithValue("@JobId", jobId);
-                    batch.BatchCommands.Add(remove);
                 }
                 foreach (var jobId in perJob.Keys)
                 {
-                    var cmd = new MySqlBatchCommand(ClaimSql.TenantOfJob);
+                    var cmd = new MySqlBatchCommand(ClaimSql.JobAfterCount);
                     cmd.Parameters.AddWithValue("@JobId", jobId);
                     batch.BatchCommands.Add(cmd);
                 }
@@ -530,12 +529,17 @@ public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, Time
                         {
                             var job = parse(reader);
                             byTenant[job.TenantId] = byTenant.GetValueOrDefault(job.TenantId) + perJob[job.Id];
+                            if (job.Active <= 0)
+                            {
+                                dry.Add(job.Id);
+                            }
                         }
                     }
                     while (await reader.NextResultAsync(c));
                 }
             }
             await tx.CommitAsync(c);
+            janitor.RanDry(dry);
             return (outcomes, byTenant);
         }, ct);
     }
@@ -657,7 +661,7 @@ public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, Time
 
     private sealed record JobAfter(long Id, long TenantId, sbyte State, long Active);
 
-    private sealed record JobTenant(long Id, long TenantId);
+    private sealed record JobTenant(long Id, long TenantId, long Active);
 
     private sealed record JobStateRow(sbyte State, long TenantId);
 

@@ -17,6 +17,7 @@ public static class ClaimServices
         services.TryAddSingleton<WorkSignal>();
         services.TryAddSingleton<ILaneSelector, SeedLaneSelector>();
         services.TryAddSingleton<ClaimCounters>();
+        services.TryAddSingleton<LaneJanitor>();
         services.TryAddSingleton<ClaimEngine>();
         services.TryAddSingleton<WorkStats>();
         services.TryAddSingleton<ClaimDispatcher>();

@@ -28,6 +28,9 @@ public sealed record FairnessSnapshot(
 /// pure <see cref="FairnessMetrics"/> as the simulator over the last <see cref="Window"/> and keeps the result; stretch
 /// comes from the jobs finished in the last hour, against the best completion rate of the last hour as capacity.
 /// With several Api processes each reports its own claims (their sum is what the workers got).
+/// The trace is kept per tenant, not per job (each tenant's claims and samples go to one pseudo job, <c>-tenant</c>):
+/// its size, the time a sample holds the lock every /next takes, and the minute's analysis are bounded by tenants and
+/// claims, whatever the backlog. Starvation is therefore a tenant's wait, not one job's among its others.
 /// </summary>
 public sealed class FairnessMonitor(MySqlDataSource db, TimeProvider clock)
 {
@@ -38,7 +41,7 @@ public sealed class FairnessMonitor(MySqlDataSource db, TimeProvider clock)
 
     private readonly Lock gate = new();
     private readonly List<TraceEvent> trace = [];
-    private readonly HashSet<long> sampled = [];
+    private readonly HashSet<long> sampledTenants = [];
     private readonly Queue<(DateTime At, long Total)> completions = new();
 
     public string Instance { get; } = $"{Environment.MachineName}:{Environment.ProcessId}";
@@ -58,7 +61,7 @@ public sealed class FairnessMonitor(MySqlDataSource db, TimeProvider clock)
                 {
                     j++;
                 }
-                trace.Add(new TraceEvent(now, TraceKind.Claimed, items[i].TenantId, items[i].JobId, j - i));
+                trace.Add(new TraceEvent(now, TraceKind.Claimed, items[i].TenantId, -items[i].TenantId, j - i));
                 i = j;
             }
             if (trace.Count > MaxEvents)
@@ -68,27 +71,25 @@ public sealed class FairnessMonitor(MySqlDataSource db, TimeProvider clock)
         }
     }
 
-    /// <summary>Sets every job's ready count from the ordering: jobs that had work and have none now drop to 0.</summary>
+    /// <summary>Sets every tenant's ready count from the ordering: tenants that had work and have none now drop to 0.</summary>
     public async Task SampleAsync(CancellationToken ct)
     {
         var now = clock.GetUtcNow().UtcDateTime;
         await using var conn = await db.OpenConnectionAsync(ct);
-        var rows = (await conn.QueryAsync<(long TenantId, long JobId, long Active)>(new CommandDefinition(FairnessSql.SampleClaimable,
+        var rows = (await conn.QueryAsync<(long TenantId, long Active)>(new CommandDefinition(FairnessSql.SampleReadyTenants,
             new { Now = now }, cancellationToken: ct))).AsList();
+        var events = rows.Select(r => new TraceEvent(now, TraceKind.ReadySample, r.TenantId, -r.TenantId, (int)Math.Min(int.MaxValue, Math.Max(0, r.Active)))).ToList();
+        var seen = rows.Select(r => r.TenantId).ToHashSet();
         lock (gate)
         {
-            var seen = new HashSet<long>();
-            foreach (var r in rows)
+            events.AddRange(sampledTenants.Where(t => !seen.Contains(t)).Select(t => new TraceEvent(now, TraceKind.ReadySample, t, -t, 0)));
+            trace.AddRange(events);
+            sampledTenants.Clear();
+            sampledTenants.UnionWith(seen);
+            if (trace.Count > MaxEvents)
             {
-                seen.Add(r.JobId);
-                trace.Add(new TraceEvent(now, TraceKind.ReadySample, r.TenantId, r.JobId, (int)Math.Min(int.MaxValue, Math.Max(0, r.Active))));
+                trace.RemoveRange(0, trace.Count - MaxEvents);
             }
-            foreach (var gone in sampled.Where(j => !seen.Contains(j)).ToList())
-            {
-                trace.Add(new TraceEvent(now, TraceKind.ReadySample, TenantOf(gone), gone, 0));
-            }
-            sampled.Clear();
-            sampled.UnionWith(seen);
         }
     }
 
@@ -167,18 +168,6 @@ public sealed class FairnessMonitor(MySqlDataSource db, TimeProvider clock)
             }
             return best;
         }
-    }
-
-    private long TenantOf(long job)
-    {
-        for (var i = trace.Count - 1; i >= 0; i--)
-        {
-            if (trace[i].Job == job)
-            {
-                return trace[i].Tenant;
-            }
-        }
-        return 0;
     }
 
     private sealed record FinishedRow(long TenantId, long JobId, long Items, DateTime CreatedAt, DateTime FinishedAt);

@@ -174,16 +174,19 @@ public static class ClaimSql
         """;
 
     /// <summary>
-    /// The lanes of one job once it ran dry, in the completion's own batch (the jobs row is already ours, locked by
-    /// <see cref="CountFinished"/>): no separate read of the counters and no separate delete round trip. PK of both.
+    /// The lanes of jobs that ran dry, locked without waiting (LaneJanitor), and only while the job still has no active
+    /// item (an upload may have given it work since). Locks the jobs rows too, also skipping held ones. PK of both.
     /// </summary>
-    public const string RemoveLanesIfDry = """
-        DELETE o FROM ordering o JOIN jobs j ON j.id = o.job_id
-        WHERE o.job_id = @JobId AND j.items_total - j.items_done - j.items_dead - j.items_cancelled <= 0
+    public const string LockDryLanes = """
+        SELECT o.job_id, o.task FROM ordering o JOIN jobs j ON j.id = o.job_id
+        WHERE o.job_id IN @JobIds AND j.items_total - j.items_done - j.items_dead - j.items_cancelled <= 0
+        FOR UPDATE SKIP LOCKED
         """;
 
-    /// <summary>The tenant of one job, read back in the completion's batch for the per-tenant counters.</summary>
-    public const string TenantOfJob = "SELECT id AS Id, tenant_id AS TenantId FROM jobs WHERE id = @JobId";
+    /// <summary>One job after its counters moved, read back in the completion's batch: its tenant, and whether it ran dry.</summary>
+    public const string JobAfterCount = """
+        SELECT id AS Id, tenant_id AS TenantId, items_total - items_done - items_dead - items_cancelled AS Active FROM jobs WHERE id = @JobId
+        """;
 
     public const string JobsAfterFinish = """
         SELECT id AS Id, tenant_id AS TenantId, state AS State,

@@ -1,0 +1,137 @@
+using Dapper;
+using Microsoft.Extensions.Logging;
+using MySqlConnector;
+using Queue.Core.Data;
+using Queue.Core.Sql;
+
+namespace Queue.Core.Claims;
+
+/// <summary>
+/// Removes the lanes of jobs that completions ran dry, after the completion committed and in a transaction of its own,
+/// with SKIP LOCKED: a completion never waits for a lane that a rewrite (which may hold every lane for seconds) or an
+/// upload holds. Lanes skipped that way are left to their holder: a rewrite removes the lanes of jobs without work
+/// itself, an upload gives the job work again, and a claim that finds a lane empty deletes it. Jobs are taken from a
+/// bounded queue by one loop at a time, up to <see cref="MaxJobs"/> per transaction.
+/// </summary>
+public sealed partial class LaneJanitor(MySqlDataSource db, ILogger<LaneJanitor> logger)
+{
+    public const int MaxJobs = 512;
+    private const int MaxQueued = 100_000;
+
+    private readonly Lock gate = new();
+    private readonly List<long> queued = [];
+    private bool running;
+
+    /// <summary>Queues jobs whose counters showed no active item when their completion committed.</summary>
+    public void RanDry(IReadOnlyCollection<long> jobIds)
+    {
+        if (jobIds.Count == 0)
+        {
+            return;
+        }
+        lock (gate)
+        {
+            // Beyond the bound the lanes are left for claims to find empty and delete: slower, never wrong.
+            if (queued.Count + jobIds.Count <= MaxQueued)
+            {
+                queued.AddRange(jobIds);
+            }
+            if (running)
+            {
+                return;
+            }
+            running = true;
+        }
+        _ = Task.Run(LoopAsync, CancellationToken.None);
+    }
+
+    /// <summary>Removes the lanes of queued jobs now and waits for a removal in flight; for tests and shutdown.</summary>
+    public async Task DrainAsync(CancellationToken ct)
+    {
+        var giveUp = DateTime.UtcNow.AddSeconds(30);
+        while (DateTime.UtcNow < giveUp)
+        {
+            var jobs = Take();
+            if (jobs.Count > 0)
+            {
+                await RemoveAsync(jobs, ct);
+                continue;
+            }
+            lock (gate)
+            {
+                if (!running)
+                {
+                    return;
+                }
+            }
+            await Task.Delay(10, ct);
+        }
+    }
+
+    private async Task LoopAsync()
+    {
+        while (true)
+        {
+            List<long> jobs;
+            lock (gate)
+            {
+                if (queued.Count == 0)
+                {
+                    running = false;
+                    return;
+                }
+                jobs = TakeLocked();
+            }
+            try
+            {
+                await RemoveAsync(jobs, CancellationToken.None);
+            }
+            catch (Exception ex) when (ex is MySqlException or InvalidOperationException or TimeoutException)
+            {
+                LogFailed(logger, ex, jobs.Count);
+            }
+        }
+    }
+
+    private List<long> Take()
+    {
+        lock (gate)
+        {
+            return TakeLocked();
+        }
+    }
+
+    private List<long> TakeLocked()
+    {
+        var n = Math.Min(queued.Count, MaxJobs);
+        var jobs = queued.GetRange(0, n);
+        queued.RemoveRange(0, n);
+        return jobs;
+    }
+
+    private Task<int> RemoveAsync(List<long> jobs, CancellationToken ct) =>
+        Retry.OnDeadlockAsync(async c =>
+        {
+            await using var conn = await db.OpenConnectionAsync(c);
+            await using var tx = await conn.BeginReadCommittedAsync(c);
+            var lanes = (await conn.QueryAsync<(long JobId, string Task)>(new CommandDefinition(
+                ClaimSql.LockDryLanes, new { JobIds = jobs.Distinct().ToList() }, tx, cancellationToken: c))).AsList();
+            if (lanes.Count > 0)
+            {
+                await using var batch = new MySqlBatch(conn, tx);
+                foreach (var (jobId, task) in lanes)
+                {
+                    var cmd = new MySqlBatchCommand(ClaimSql.DeleteLane);
+                    cmd.Parameters.AddWithValue("@JobId", jobId);
+                    cmd.Parameters.AddWithValue("@Task", task);
+                    batch.BatchCommands.Add(cmd);
+                }
+                await batch.ExecuteNonQueryAsync(c);
+            }
+            await tx.CommitAsync(c);
+            return lanes.Count;
+        }, ct);
+
+    [LoggerMessage(Level = LogLevel.Warning, Message = "Removing the lanes of {Count} jobs that ran dry failed; claims will remove them when they find them empty")]
+    private static partial void LogFailed(ILogger logger, Exception exception, int count);
+}
