@@ -132,13 +132,12 @@ public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, Time
                         count++;
                     }
                 }
-                for (var k = 0; k < group.Count; k++)
+                // Everything claimable the lanes showed is taken now. The lanes may be empty (certainly when one gave
+                // fewer rows than asked; maybe when it gave exactly that many, the one item of a one-item job): their
+                // hint is checked in the closing batch, so the next claim does not probe a lane whose items we hold.
+                if (rows.Count <= used)
                 {
-                    // Everything claimable the lane showed is taken now: it gave fewer rows than asked, none left over.
-                    if (locked[gi][k].Count < LimitOf(group[k], want) && rows.Count <= used)
-                    {
-                        emptied.Add(group[k]);
-                    }
+                    emptied.AddRange(group);
                 }
                 if (count > 0)
                 {
@@ -152,7 +151,7 @@ public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, Time
                 await WriteAsync(conn, tx, writes, ct);
             }
         }
-        await CloseAsync(conn, tx, writes, emptied, taken, ct);
+        await CloseAsync(conn, tx, writes, emptied, taken, now, ct);
         return taken;
     }
 
@@ -274,7 +273,7 @@ public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, Time
     }
 
     /// <summary>
-    /// The claim's closing round trip: its last writes, then, for each lane it emptied (or found empty), the lane row
+    /// The claim's closing round trip: its last writes, then, for each lane it may have emptied (or found empty), the lane row
     /// locked with SKIP LOCKED and the earliest due time of its active items, then the taken items' documents. A second
     /// round trip hides each emptied lane until its next item falls due, or removes it when it has no active item left.
     /// SKIP LOCKED: an upload's LEAST(available_at, now) is never lost under our hint, and a claim never waits for a lane
@@ -282,7 +281,7 @@ public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, Time
     /// so its own leases count. One statement per lane or document: batch commands carry no list parameters.
     /// </summary>
     private async Task CloseAsync(MySqlConnection conn, MySqlTransaction tx, List<MySqlBatchCommand> writes, List<Lane> emptied,
-        List<TakenItem> taken, CancellationToken ct)
+        List<TakenItem> taken, DateTime now, CancellationToken ct)
     {
         var lanes = emptied.Select(l => (l.JobId, l.Task)).Distinct().ToList();
         var documents = taken.Select(t => t.DocumentId).Distinct().ToList();
@@ -330,7 +329,8 @@ public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, Time
                 }
                 await NextAsync();
                 DateTime? due = await reader.ReadAsync(ct) && !await reader.IsDBNullAsync(0, ct) ? reader.GetDateTime(0) : null;
-                if (locked)
+                // A lane with an item due now is claimable as it stands: nothing to write.
+                if (locked && (due is null || due > now))
                 {
                     hints.Add((jobId, task, due));
                 }
