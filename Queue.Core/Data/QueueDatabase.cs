@@ -57,11 +57,6 @@ public static class QueueDatabase
             DateTimeKind = MySqlDateTimeKind.Utc,
             // Multi-row statements in one round trip (batched claims and completions).
             AllowUserVariables = true,
-            // No COM_RESET_CONNECTION (and the SET NAMES after it) each time a pooled connection is reused: one round
-            // trip per transaction. Safe because no session state outlives a use: every transaction sets its own
-            // isolation level, the one user variable is set before it is read in the same command, the rewrite's
-            // temporary table is dropped before it is created, and a transaction left open is rolled back on dispose.
-            ConnectionReset = false,
         };
         if (csb.MaximumPoolSize == 100)
         {
