@@ -114,9 +114,13 @@ public static class JobsApi
         }
         var tenant = user.TenantId();
         var inline = documents.Select(d => new InlineDocument(d.Name!, d.ContentType ?? "application/octet-stream", d.Content!)).ToList();
-        var (jobId, created) = await jobs.CreateAsync(tenant, new NewJob(request.Name!, request.Tasks, request.Open ?? false, inline), ct);
-        var s = await status.GetAsync(tenant, jobId, ct) ?? throw new InvalidOperationException($"job {jobId} vanished after creation");
-        return TypedResults.Created(string.Create(CultureInfo.InvariantCulture, $"/jobs/{jobId}"), CreatedJobResponse.From(s, created));
+        // Not the request's token: a grouped submission commits whether or not its caller waits, so the caller waits
+        // (bounded by Jobs:DatabaseWaitMilliseconds) to learn the outcome its Idempotency-Key must keep.
+        var (jobId, created) = await jobs.CreateAsync(tenant, new NewJob(request.Name!, request.Tasks, request.Open ?? false, inline), CancellationToken.None);
+        var location = string.Create(CultureInfo.InvariantCulture, $"/jobs/{jobId}");
+        IdempotencyFilter.Committed(http, StatusCodes.Status201Created, location, new CommittedJobResponse(jobId, created));
+        var s = await status.GetAsync(tenant, jobId, CancellationToken.None) ?? throw new InvalidOperationException($"job {jobId} vanished after creation");
+        return TypedResults.Created(location, CreatedJobResponse.From(s, created));
     }
 
     private static async Task<Results<Created<UploadResponse>, ValidationProblem, ProblemHttpResult>> UploadAsync(
@@ -146,13 +150,16 @@ public static class JobsApi
             documents = One(new IncomingDocument(name!, type, body));
         }
         var (outcome, result) = await jobs.UploadAsync(user.TenantId(), id, documents, limits.Value.MaxDocumentBytes, ct);
-        return outcome switch
+        if (outcome != Outcome.Ok)
         {
-            Outcome.NotFound => Problems.NotFound($"job {id}"),
-            Outcome.Conflict => Problems.Conflict($"job {id} is closed or cancelled and takes no more documents"),
-            _ => TypedResults.Created(string.Create(CultureInfo.InvariantCulture, $"/jobs/{id}/documents/{result!.Documents[0].Id}"),
-                new UploadResponse(result.Documents, result.ItemsAdded)),
-        };
+            return outcome == Outcome.NotFound
+                ? Problems.NotFound($"job {id}")
+                : Problems.Conflict($"job {id} is closed or cancelled and takes no more documents");
+        }
+        var location = string.Create(CultureInfo.InvariantCulture, $"/jobs/{id}/documents/{result!.Documents[0].Id}");
+        var response = new UploadResponse(result.Documents, result.ItemsAdded);
+        IdempotencyFilter.Committed(http, StatusCodes.Status201Created, location, response);
+        return TypedResults.Created(location, response);
     }
 
     private static async IAsyncEnumerable<IncomingDocument> One(IncomingDocument document)
@@ -181,6 +188,8 @@ public static class JobsApi
             yield return new IncomingDocument(fileName ?? "", section.ContentType ?? "application/octet-stream", section.Body);
             index++;
         }
+        // The epilogue too, before the upload commits: the Idempotency-Key's fingerprint covers every byte sent.
+        await body.CopyToAsync(Stream.Null, ct);
     }
 
     private static async Task<Results<Ok<JobStatus>, ProblemHttpResult>> GetAsync(long id, ClaimsPrincipal user, JobStatusService status, CancellationToken ct) =>
