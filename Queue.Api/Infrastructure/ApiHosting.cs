@@ -47,6 +47,9 @@ public static class ApiHosting
             o.SerializerOptions.PropertyNamingPolicy = JsonNamingPolicy.CamelCase;
             o.SerializerOptions.UnmappedMemberHandling = JsonUnmappedMemberHandling.Disallow;
             o.SerializerOptions.DefaultIgnoreCondition = JsonIgnoreCondition.Never;
+            // CONTRACT.md: bodies are strict. The web defaults would accept "max": "5" and "MAX": 5.
+            o.SerializerOptions.NumberHandling = JsonNumberHandling.Strict;
+            o.SerializerOptions.PropertyNameCaseInsensitive = false;
             o.SerializerOptions.TypeInfoResolverChain.Insert(0, OpsJsonContext.Default);
         });
         services.AddApiProblems();

@@ -47,7 +47,7 @@ public static class WorkerApi
         var errors = Validate(body);
         if (errors.Count > 0)
         {
-            return TypedResults.ValidationProblem(errors, title: "The request is invalid.");
+            return Problems.Validation(errors);
         }
         var worker = string.IsNullOrEmpty(body.Worker) ? null : body.Worker;
         var request = new ClaimRequest(worker, (body.Tasks ?? []).Distinct(StringComparer.Ordinal).ToList(), body.Max ?? 1, body.Lease ?? 300);
@@ -136,7 +136,7 @@ public static class WorkerApi
         }
         if (errors.Count > 0)
         {
-            return TypedResults.ValidationProblem(errors, title: "The request is invalid.");
+            return Problems.Validation(errors);
         }
         if (!TryToken(body!.LeaseToken, out var token))
         {
@@ -159,7 +159,7 @@ public static class WorkerApi
         }
         if (errors.Count > 0)
         {
-            return TypedResults.ValidationProblem(errors, title: "The request is invalid.");
+            return Problems.Validation(errors);
         }
         if (!TryToken(body!.LeaseToken, out var token))
         {
