@@ -18,12 +18,20 @@ public sealed class ApiLimitsOptions
     /// <summary>Requests in flight before new ones get 503 at once instead of queueing behind a slow database.</summary>
     public int MaxConcurrentRequests { get; set; } = 1024;
 
-    public bool IsValid() => MaxRequestBytes > 0 && MaxDocumentBytes > 0 && MaxDocumentBytes <= MaxRequestBytes && MaxConcurrentRequests > 0;
+    /// <summary>POST /next calls in flight (long-polls included) before new ones get 503. Counted apart from
+    /// <see cref="MaxConcurrentRequests"/>, so idle pollers can never take the capacity complete and extend need.</summary>
+    public int MaxConcurrentPolls { get; set; } = 1024;
+
+    public bool IsValid() => MaxRequestBytes > 0 && MaxDocumentBytes > 0 && MaxDocumentBytes <= MaxRequestBytes && MaxConcurrentRequests > 0
+        && MaxConcurrentPolls > 0;
 }
 
 public static class ApiHosting
 {
     public const string GlobalLimiter = "global";
+
+    /// <summary>POST /next only: a long-poll holds its permit while it waits.</summary>
+    public const string PollLimiter = "polls";
 
     public static WebApplicationBuilder AddQueueApi(this WebApplicationBuilder builder)
     {
@@ -47,6 +55,9 @@ public static class ApiHosting
             o.SerializerOptions.PropertyNamingPolicy = JsonNamingPolicy.CamelCase;
             o.SerializerOptions.UnmappedMemberHandling = JsonUnmappedMemberHandling.Disallow;
             o.SerializerOptions.DefaultIgnoreCondition = JsonIgnoreCondition.Never;
+            // CONTRACT.md: bodies are strict. The web defaults would accept "max": "5" and "MAX": 5.
+            o.SerializerOptions.NumberHandling = JsonNumberHandling.Strict;
+            o.SerializerOptions.PropertyNameCaseInsensitive = false;
             o.SerializerOptions.TypeInfoResolverChain.Insert(0, OpsJsonContext.Default);
         });
         services.AddApiProblems();
@@ -54,12 +65,6 @@ public static class ApiHosting
         services.AddRateLimiter(o =>
         {
             o.RejectionStatusCode = 503;
-            // Bounded concurrency for the whole process: beyond this, answer 503 at once rather than queue.
-            o.AddConcurrencyLimiter(GlobalLimiter, c =>
-            {
-                c.PermitLimit = limits.MaxConcurrentRequests;
-                c.QueueLimit = 0;
-            });
             o.OnRejected = async (ctx, ct) =>
             {
                 var status = ctx.HttpContext.Response.StatusCode;
@@ -83,6 +88,21 @@ public static class ApiHosting
                     },
                 });
             };
+        });
+        // Bound from the options, not from the builder's configuration, so that settings a host adds late (tests) apply.
+        services.AddOptions<RateLimiterOptions>().Configure<Microsoft.Extensions.Options.IOptions<ApiLimitsOptions>>((o, options) =>
+        {
+            // Bounded concurrency: beyond this, answer 503 at once rather than queue.
+            o.AddConcurrencyLimiter(GlobalLimiter, c =>
+            {
+                c.PermitLimit = options.Value.MaxConcurrentRequests;
+                c.QueueLimit = 0;
+            });
+            o.AddConcurrencyLimiter(PollLimiter, c =>
+            {
+                c.PermitLimit = options.Value.MaxConcurrentPolls;
+                c.QueueLimit = 0;
+            });
         });
         services.AddOpenApi();
         ApiMetrics.Initialise();

@@ -17,7 +17,14 @@ public static partial class Problems
         {
             c.ProblemDetails.Extensions.Remove("exception");
             c.ProblemDetails.Extensions.Remove("traceId");
+            // CONTRACT.md: every error carries detail, bodiless statuses from routing and field errors included.
+            c.ProblemDetails.Detail ??= c.ProblemDetails is HttpValidationProblemDetails { Errors.Count: > 0 } v
+                ? ValidationDetail(v.Errors)
+                : DefaultDetail(c.ProblemDetails.Status ?? c.HttpContext.Response.StatusCode);
         });
+        // Body binding errors (malformed JSON, unknown members) reach QueueExceptionHandler, which names the field,
+        // instead of leaving as a bare 400.
+        services.Configure<RouteHandlerOptions>(o => o.ThrowOnBadRequest = true);
         services.AddExceptionHandler<QueueExceptionHandler>();
         return services;
     }
@@ -31,7 +38,36 @@ public static partial class Problems
     }
 
     public static ValidationProblem Validation(string field, string message) =>
-        TypedResults.ValidationProblem(new Dictionary<string, string[]> { [field] = [message] }, title: "The request is invalid.");
+        Validation(new Dictionary<string, string[]> { [field] = [message] });
+
+    public static ValidationProblem Validation(IDictionary<string, string[]> errors) =>
+        TypedResults.ValidationProblem(errors, detail: ValidationDetail(errors), title: "The request is invalid.");
+
+    /// <summary>CONTRACT.md v1.2: one sentence naming the first bad field and what is wrong with it.</summary>
+    public static string ValidationDetail(IEnumerable<KeyValuePair<string, string[]>> errors)
+    {
+        var (field, messages) = errors.First();
+        var message = messages.FirstOrDefault() ?? "is invalid";
+        var sentence = message.Contains($"'{field}'", StringComparison.Ordinal) ? message
+            : message.Length > 0 && char.IsLower(message[0]) ? $"'{field}' {message}"
+            : $"'{field}': {message}";
+        return sentence.TrimEnd('.') + ".";
+    }
+
+    private static string DefaultDetail(int status) => status switch
+    {
+        400 => "the request is malformed",
+        401 => "send a valid API key as 'Authorization: Bearer <key>'",
+        403 => "this key's role may not use this route",
+        404 => "nothing exists at this path",
+        405 => "this path does not accept that method",
+        413 => "the request body is over the limit",
+        415 => "this route does not accept that Content-Type",
+        429 => "the rate limit was reached; retry after the Retry-After delay",
+        503 => "the service is at capacity or the database is unavailable; retry later",
+        >= 500 => "an unexpected error occurred; it was logged",
+        _ => "the request failed",
+    };
 
     public static ProblemHttpResult NotFound(string what) =>
         TypedResults.Problem(statusCode: 404, title: "Not Found", detail: $"{what} does not exist");
@@ -45,12 +81,12 @@ public static partial class Problems
         {
             var (status, title, detail, errors) = exception switch
             {
-                ValidationException v => (400, "The request is invalid.", "see errors", v.Errors),
+                ValidationException v => (400, "The request is invalid.", ValidationDetail(v.Errors), v.Errors),
                 PayloadTooLargeException p => (413, "Payload Too Large", p.Message, null),
                 BadHttpRequestException { StatusCode: 413 } => (413, "Payload Too Large", "the request body is over the limit", null),
-                BadHttpRequestException b when b.InnerException is JsonException j => (400, "Malformed JSON", JsonDetail(j), JsonErrors(j)),
+                BadHttpRequestException b when b.InnerException is JsonException j => (400, "Malformed JSON", ValidationDetail(JsonErrors(j)), JsonErrors(j)),
                 BadHttpRequestException b => (b.StatusCode, "Bad Request", b.Message, null),
-                JsonException j => (400, "Malformed JSON", JsonDetail(j), JsonErrors(j)),
+                JsonException j => (400, "Malformed JSON", ValidationDetail(JsonErrors(j)), JsonErrors(j)),
                 Core.Claims.ServiceBusyException busy => (503, "Service Unavailable", busy.Message + "; retry later", null),
                 // A deadlock or lock wait that outlived its retries rolled everything back: safe to retry.
                 MySqlException m when Retry.IsTransient(m) => (503, "Service Unavailable", "the database is busy; nothing was changed, retry later", null),

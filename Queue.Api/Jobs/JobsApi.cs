@@ -105,7 +105,7 @@ public static class JobsApi
         }
         if (errors.Count > 0)
         {
-            return TypedResults.ValidationProblem(errors, title: "The request is invalid.");
+            return Problems.Validation(errors);
         }
         if (tooLarge is not null)
         {
@@ -114,9 +114,13 @@ public static class JobsApi
         }
         var tenant = user.TenantId();
         var inline = documents.Select(d => new InlineDocument(d.Name!, d.ContentType ?? "application/octet-stream", d.Content!)).ToList();
-        var (pending, created) = await jobs.CreateAsync(tenant, new NewJob(request.Name!, request.Tasks, request.Open ?? false, inline), ct);
-        var s = await status.OfNewJobAsync(pending, created, ct);
-        return TypedResults.Created(string.Create(CultureInfo.InvariantCulture, $"/jobs/{created.JobId}"), CreatedJobResponse.From(s, created.Documents));
+        // Not the request's token: a grouped submission commits whether or not its caller waits, so the caller waits
+        // (bounded by Jobs:DatabaseWaitMilliseconds) to learn the outcome its Idempotency-Key must keep.
+        var (pending, created) = await jobs.CreateAsync(tenant, new NewJob(request.Name!, request.Tasks, request.Open ?? false, inline), CancellationToken.None);
+        var location = string.Create(CultureInfo.InvariantCulture, $"/jobs/{created.JobId}");
+        IdempotencyFilter.Committed(http, StatusCodes.Status201Created, location, new CommittedJobResponse(created.JobId, created.Documents));
+        var s = await status.OfNewJobAsync(pending, created, CancellationToken.None);
+        return TypedResults.Created(location, CreatedJobResponse.From(s, created.Documents));
     }
 
     private static async Task<Results<Created<UploadResponse>, ValidationProblem, ProblemHttpResult>> UploadAsync(
@@ -137,22 +141,30 @@ public static class JobsApi
         }
         else
         {
+            // One document: a declared length over its limit is refused before a byte of the body is read.
+            if (http.Request.ContentLength > limits.Value.MaxDocumentBytes)
+            {
+                throw new PayloadTooLargeException($"the document is over the limit of {limits.Value.MaxDocumentBytes} bytes");
+            }
             var type = contentType ?? "application/octet-stream";
             var errors = JobValidation.Document(name, type, "name", "Content-Type");
             if (errors.Count > 0)
             {
-                return TypedResults.ValidationProblem(errors, title: "The request is invalid.");
+                return Problems.Validation(errors);
             }
             documents = One(new IncomingDocument(name!, type, body));
         }
         var (outcome, result) = await jobs.UploadAsync(user.TenantId(), id, documents, limits.Value.MaxDocumentBytes, ct);
-        return outcome switch
+        if (outcome != Outcome.Ok)
         {
-            Outcome.NotFound => Problems.NotFound($"job {id}"),
-            Outcome.Conflict => Problems.Conflict($"job {id} is closed or cancelled and takes no more documents"),
-            _ => TypedResults.Created(string.Create(CultureInfo.InvariantCulture, $"/jobs/{id}/documents/{result!.Documents[0].Id}"),
-                new UploadResponse(result.Documents, result.ItemsAdded)),
-        };
+            return outcome == Outcome.NotFound
+                ? Problems.NotFound($"job {id}")
+                : Problems.Conflict($"job {id} is closed or cancelled and takes no more documents");
+        }
+        var location = string.Create(CultureInfo.InvariantCulture, $"/jobs/{id}/documents/{result!.Documents[0].Id}");
+        var response = new UploadResponse(result.Documents, result.ItemsAdded);
+        IdempotencyFilter.Committed(http, StatusCodes.Status201Created, location, response);
+        return TypedResults.Created(location, response);
     }
 
     private static async IAsyncEnumerable<IncomingDocument> One(IncomingDocument document)
@@ -166,7 +178,7 @@ public static class JobsApi
     {
         var reader = new MultipartReader(boundary, body) { HeadersLengthLimit = 16 * 1024, BodyLengthLimit = null };
         var index = 0;
-        while (await reader.ReadNextSectionAsync(ct) is { } section)
+        while (await MalformedMultipart.Guard(() => reader.ReadNextSectionAsync(ct), ct) is { } section)
         {
             var disposition = section.GetContentDispositionHeader();
             if (disposition is null || !disposition.IsFileDisposition())
@@ -178,9 +190,11 @@ public static class JobsApi
                 });
             }
             var fileName = HeaderUtilities.RemoveQuotes(disposition.FileNameStar.HasValue ? disposition.FileNameStar : disposition.FileName).Value;
-            yield return new IncomingDocument(fileName ?? "", section.ContentType ?? "application/octet-stream", section.Body);
+            yield return new IncomingDocument(fileName ?? "", section.ContentType ?? "application/octet-stream", new MalformedMultipart(section.Body, ct));
             index++;
         }
+        // The epilogue too, before the upload commits: the Idempotency-Key's fingerprint covers every byte sent.
+        await body.CopyToAsync(Stream.Null, ct);
     }
 
     private static async Task<Results<Ok<JobStatus>, ProblemHttpResult>> GetAsync(long id, ClaimsPrincipal user, JobStatusService status, CancellationToken ct) =>
@@ -219,7 +233,7 @@ public static class JobsApi
         }
         if (errors.Count > 0)
         {
-            return TypedResults.ValidationProblem(errors, title: "The request is invalid.");
+            return Problems.Validation(errors);
         }
         var page = await queries.JobsAsync(user.TenantId(), stateNumber, take, after, ct);
         return TypedResults.Ok(new JobsPage(page.Rows, page.Next));
@@ -232,7 +246,7 @@ public static class JobsApi
         var take = Limit(limit, errors);
         if (errors.Count > 0)
         {
-            return TypedResults.ValidationProblem(errors, title: "The request is invalid.");
+            return Problems.Validation(errors);
         }
         return await queries.DocumentsAsync(user.TenantId(), id, take, after, ct) is { } page
             ? TypedResults.Ok(new DocumentsPage(page.Rows, page.Next))
@@ -251,7 +265,7 @@ public static class JobsApi
         }
         if (errors.Count > 0)
         {
-            return TypedResults.ValidationProblem(errors, title: "The request is invalid.");
+            return Problems.Validation(errors);
         }
         return await queries.ItemsAsync(user.TenantId(), id, stateNumber, take, after, ct) is { } page
             ? TypedResults.Ok(new ItemsPage(page.Rows, page.Next))
@@ -293,6 +307,60 @@ public static class JobsApi
 
     private static ProblemHttpResult UnsupportedMediaType(string detail) =>
         TypedResults.Problem(statusCode: 415, title: "Unsupported Media Type", detail: detail);
+}
+
+/// <summary>
+/// A multipart body that does not parse for its boundary is the client's error (CONTRACT.md v1.2: 400, never a 5xx).
+/// MultipartReader reports it as InvalidDataException or a plain IOException; a client that went away is not that.
+/// </summary>
+internal sealed class MalformedMultipart(Stream section, CancellationToken ct) : Stream
+{
+    public static async Task<T> Guard<T>(Func<Task<T>> read, CancellationToken ct)
+    {
+        try
+        {
+            return await read();
+        }
+        catch (Exception ex) when (IsMalformed(ex, ct))
+        {
+            throw new Core.ValidationException(new Dictionary<string, string[]>
+            {
+                ["body"] = [$"is not valid multipart/form-data for its boundary: {ex.Message}"],
+            });
+        }
+    }
+
+    private static bool IsMalformed(Exception ex, CancellationToken ct) =>
+        !ct.IsCancellationRequested && (ex is InvalidDataException
+            || (ex is IOException && ex is not BadHttpRequestException && ex is not Microsoft.AspNetCore.Connections.ConnectionResetException));
+
+    public override async ValueTask<int> ReadAsync(Memory<byte> buffer, CancellationToken cancellationToken = default) =>
+        await Guard(() => section.ReadAsync(buffer, cancellationToken).AsTask(), ct);
+
+    public override Task<int> ReadAsync(byte[] buffer, int offset, int count, CancellationToken cancellationToken) =>
+        ReadAsync(buffer.AsMemory(offset, count), cancellationToken).AsTask();
+
+    public override int Read(byte[] buffer, int offset, int count) => throw new NotSupportedException("read asynchronously");
+
+    public override bool CanRead => true;
+
+    public override bool CanSeek => false;
+
+    public override bool CanWrite => false;
+
+    public override long Length => throw new NotSupportedException();
+
+    public override long Position { get => throw new NotSupportedException(); set => throw new NotSupportedException(); }
+
+    public override void Flush()
+    {
+    }
+
+    public override long Seek(long offset, SeekOrigin origin) => throw new NotSupportedException();
+
+    public override void SetLength(long value) => throw new NotSupportedException();
+
+    public override void Write(byte[] buffer, int offset, int count) => throw new NotSupportedException();
 }
 
 /// <summary>The request body, stopped with 413 past the request limit, whatever the server in front enforces.</summary>

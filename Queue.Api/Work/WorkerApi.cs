@@ -28,9 +28,11 @@ public static class WorkerApi
         sp.GetRequiredService<ClaimCounters>().LeaseExpired += n => ApiMetrics.LeasesExpired.Inc(n);
         WorkMetrics.Attach(sp);
 
-        var work = app.MapGroup("").RequireAuthorization(Roles.Worker).RequireRateLimiting(ApiHosting.GlobalLimiter).WithTags("Workers");
-        work.MapPost("/next", NextAsync).Accepts<NextRequest>("application/json")
+        var work = app.MapGroup("").RequireAuthorization(Roles.Worker).WithTags("Workers");
+        // Long-polls wait holding a permit; finishing work must never queue behind them, or leases expire.
+        work.MapPost("/next", NextAsync).RequireRateLimiting(ApiHosting.PollLimiter).Accepts<NextRequest>("application/json")
             .ProducesValidationProblem().ProducesProblem(503);
+        work = work.MapGroup("").RequireRateLimiting(ApiHosting.GlobalLimiter);
         work.MapGet("/items/{id:long}/document", DocumentAsync).Produces(200, contentType: "application/octet-stream")
             .ProducesProblem(404).ProducesProblem(409);
         work.MapPost("/items/{id:long}/complete", CompleteAsync).ProducesValidationProblem().ProducesProblem(404).ProducesProblem(409).ProducesProblem(503);
@@ -47,7 +49,7 @@ public static class WorkerApi
         var errors = Validate(body);
         if (errors.Count > 0)
         {
-            return TypedResults.ValidationProblem(errors, title: "The request is invalid.");
+            return Problems.Validation(errors);
         }
         var worker = string.IsNullOrEmpty(body.Worker) ? null : body.Worker;
         var request = new ClaimRequest(worker, (body.Tasks ?? []).Distinct(StringComparer.Ordinal).ToList(), body.Max ?? 1, body.Lease ?? 300);
@@ -136,7 +138,7 @@ public static class WorkerApi
         }
         if (errors.Count > 0)
         {
-            return TypedResults.ValidationProblem(errors, title: "The request is invalid.");
+            return Problems.Validation(errors);
         }
         if (!TryToken(body!.LeaseToken, out var token))
         {
@@ -159,7 +161,7 @@ public static class WorkerApi
         }
         if (errors.Count > 0)
         {
-            return TypedResults.ValidationProblem(errors, title: "The request is invalid.");
+            return Problems.Validation(errors);
         }
         if (!TryToken(body!.LeaseToken, out var token))
         {

@@ -28,9 +28,6 @@ public sealed record FairnessSnapshot(
 /// pure <see cref="FairnessMetrics"/> as the simulator over the last <see cref="Window"/> and keeps the result; stretch
 /// comes from the jobs finished in the last hour, against the best completion rate of the last hour as capacity.
 /// With several Api processes each reports its own claims (their sum is what the workers got).
-/// The trace is kept per tenant, not per job (each tenant's claims and samples go to one pseudo job, <c>-tenant</c>):
-/// its size, the time a sample holds the lock every /next takes, and the minute's analysis are bounded by tenants and
-/// claims, whatever the backlog. Starvation is therefore a tenant's wait, not one job's among its others.
 /// </summary>
 public sealed class FairnessMonitor(MySqlDataSource db, TimeProvider clock)
 {
@@ -39,9 +36,32 @@ public sealed class FairnessMonitor(MySqlDataSource db, TimeProvider clock)
     public static readonly TimeSpan StretchWindow = TimeSpan.FromHours(1);
     private const int MaxEvents = 500_000;
 
+    /// <summary>Lanes read per sample, from the head of the ordering: the sample costs the same at any backlog.</summary>
+    public const int MaxSampledLanes = 5_000;
+
     private readonly Lock gate = new();
     private readonly List<TraceEvent> trace = [];
-    private readonly HashSet<long> sampledTenants = [];
+
+    /// <summary>The last ready count traced per sampled job: a sample adds an event only for what changed.</summary>
+    private readonly Dictionary<long, (long Tenant, int Ready)> sampled = [];
+
+    /// <summary>Jobs claimed since the last sample: their traced ready count moved, so the next sample re-sets it.</summary>
+    private readonly HashSet<long> claimedSinceSample = [];
+
+    /// <summary>Ready counts carried by events trimmed off the front of the trace, re-stated at the window's start.</summary>
+    private readonly Dictionary<long, (long Tenant, int Ready)> baseline = [];
+
+    /// <summary>Events held in memory: bounded by <see cref="MaxEvents"/>, and flat while the backlog does not change.</summary>
+    public int TracedEvents
+    {
+        get
+        {
+            lock (gate)
+            {
+                return trace.Count;
+            }
+        }
+    }
     private readonly Queue<(DateTime At, long Total)> completions = new();
 
     public string Instance { get; } = $"{Environment.MachineName}:{Environment.ProcessId}";
@@ -61,36 +81,74 @@ public sealed class FairnessMonitor(MySqlDataSource db, TimeProvider clock)
                 {
                     j++;
                 }
-                trace.Add(new TraceEvent(now, TraceKind.Claimed, items[i].TenantId, -items[i].TenantId, j - i));
+                trace.Add(new TraceEvent(now, TraceKind.Claimed, items[i].TenantId, items[i].JobId, j - i));
+                claimedSinceSample.Add(items[i].JobId);
                 i = j;
             }
-            if (trace.Count > MaxEvents)
-            {
-                trace.RemoveRange(0, trace.Count - MaxEvents);
-            }
+            TrimTo(MaxEvents);
         }
     }
 
-    /// <summary>Sets every tenant's ready count from the ordering: tenants that had work and have none now drop to 0.</summary>
+    /// <summary>Sets every job's ready count from the ordering: jobs that had work and have none now drop to 0.</summary>
     public async Task SampleAsync(CancellationToken ct)
     {
         var now = clock.GetUtcNow().UtcDateTime;
         await using var conn = await db.OpenConnectionAsync(ct);
-        var rows = (await conn.QueryAsync<(long TenantId, long Active)>(new CommandDefinition(FairnessSql.SampleReadyTenants,
-            new { Now = now }, cancellationToken: ct))).AsList();
-        var events = rows.Select(r => new TraceEvent(now, TraceKind.ReadySample, r.TenantId, -r.TenantId, (int)Math.Min(int.MaxValue, Math.Max(0, r.Active)))).ToList();
-        var seen = rows.Select(r => r.TenantId).ToHashSet();
+        var rows = (await conn.QueryAsync<(long TenantId, long JobId, long Active)>(new CommandDefinition(MonitorSql.SampleHead,
+            new { Now = now, MaxLanes = MaxSampledLanes }, cancellationToken: ct))).AsList();
         lock (gate)
         {
-            events.AddRange(sampledTenants.Where(t => !seen.Contains(t)).Select(t => new TraceEvent(now, TraceKind.ReadySample, t, -t, 0)));
-            trace.AddRange(events);
-            sampledTenants.Clear();
-            sampledTenants.UnionWith(seen);
-            if (trace.Count > MaxEvents)
+            var seen = new HashSet<long>();
+            foreach (var r in rows)
             {
-                trace.RemoveRange(0, trace.Count - MaxEvents);
+                seen.Add(r.JobId);
+                var ready = (int)Math.Min(int.MaxValue, Math.Max(0, r.Active));
+                // An unchanged backlog adds nothing: the trace grows with claims and changes, not with samples.
+                if (!sampled.TryGetValue(r.JobId, out var last) || last.Ready != ready || claimedSinceSample.Contains(r.JobId))
+                {
+                    trace.Add(new TraceEvent(now, TraceKind.ReadySample, r.TenantId, r.JobId, ready));
+                }
+                sampled[r.JobId] = (r.TenantId, ready);
+            }
+            foreach (var gone in sampled.Keys.Where(j => !seen.Contains(j)).ToList())
+            {
+                trace.Add(new TraceEvent(now, TraceKind.ReadySample, sampled[gone].Tenant, gone, 0));
+                sampled.Remove(gone);
+            }
+            claimedSinceSample.Clear();
+            TrimTo(MaxEvents);
+        }
+    }
+
+    /// <summary>Drops the oldest events beyond <paramref name="max"/>, folding the ready counts they set into the baseline.</summary>
+    private void TrimTo(int max) => Trim(trace.Count - max);
+
+    private void Trim(int count)
+    {
+        if (count <= 0)
+        {
+            return;
+        }
+        foreach (var e in trace.Take(count))
+        {
+            var ready = baseline.TryGetValue(e.Job, out var b) ? b.Ready : 0;
+            ready = e.Kind switch
+            {
+                TraceKind.ReadySample => e.Count,
+                TraceKind.Claimed => Math.Max(0, ready - e.Count),
+                TraceKind.Submitted or TraceKind.Released => ready + e.Count,
+                _ => ready,
+            };
+            if (ready > 0)
+            {
+                baseline[e.Job] = (e.Tenant, ready);
+            }
+            else
+            {
+                baseline.Remove(e.Job);
             }
         }
+        trace.RemoveRange(0, count);
     }
 
     /// <summary>Computes the metrics over the window and keeps them as <see cref="Latest"/>; writes them for the Admin.</summary>
@@ -110,8 +168,10 @@ public sealed class FairnessMonitor(MySqlDataSource db, TimeProvider clock)
         lock (gate)
         {
             var cut = trace.FindIndex(e => e.At >= now - Window);
-            trace.RemoveRange(0, cut < 0 ? trace.Count : cut);
-            events = [.. trace];
+            Trim(cut < 0 ? trace.Count : cut);
+            // Work that was ready before the window and unchanged since is re-stated at its start.
+            var start = now - Window;
+            events = [.. baseline.Select(kv => new TraceEvent(start, TraceKind.ReadySample, kv.Value.Tenant, kv.Key, kv.Value.Ready)), .. trace];
             completions.Enqueue((now, total));
             while (completions.Count > 2 && now - completions.Peek().At > StretchWindow)
             {

@@ -17,6 +17,11 @@ public sealed class JobQueries(MySqlDataSource db, JobStatusService status)
         if (after is not null)
         {
             var c = Cursor.Decode(after, 2) ?? throw Invalid("after", "is not a cursor from a previous page");
+            // A tampered cursor can carry ticks no DateTime holds: the client's error, not ours.
+            if (c[0] > DateTime.MaxValue.Ticks)
+            {
+                throw Invalid("after", "is not a cursor from a previous page");
+            }
             (afterCreated, afterId) = (new DateTime(c[0], DateTimeKind.Utc), c[1]);
         }
         await using var conn = await db.OpenConnectionAsync(ct);

@@ -108,7 +108,8 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, OrderingL
             return (Outcome.Conflict, null);
         }
         await lanes.PlaceAsync(conn, tx, jobId, tasks, ct);
-        await tx.CommitAsync(ct);
+        // Every byte is in: a client leaving now must not make the commit's outcome unknowable to its Idempotency-Key.
+        await tx.CommitAsync(CancellationToken.None);
         work.Notify(); // wake this process's long-polling workers at once (issue 5)
         return (Outcome.Ok, new UploadResult(created, items));
     }

@@ -216,19 +216,6 @@ public static class FairnessSql
 
     // ---- The fairness monitor of each Api process (samples every few seconds, a report every minute).
 
-    /// <summary>
-    /// Per tenant, the active items of its jobs that have a claimable lane: the ready work the metrics' trace is
-    /// corrected with. One row per tenant, so the monitor's memory and lock hold are bounded by tenants, not jobs; the
-    /// read itself walks the claimable lanes (ix_ordering_any) once per sample, off every request path.
-    /// </summary>
-    public const string SampleReadyTenants = """
-        SELECT o.tenant_id AS TenantId,
-               CAST(SUM(j.items_total - j.items_done - j.items_dead - j.items_cancelled) AS SIGNED) AS Active
-        FROM (SELECT job_id, MIN(tenant_id) AS tenant_id FROM ordering
-              WHERE blocked = 0 AND available_at <= @Now GROUP BY job_id) o
-        JOIN jobs j ON j.id = o.job_id
-        GROUP BY o.tenant_id
-        """;
 
     public const string FinishedJobs = """
         SELECT tenant_id AS TenantId, id AS JobId, items_total AS Items, created_at AS CreatedAt, finished_at AS FinishedAt

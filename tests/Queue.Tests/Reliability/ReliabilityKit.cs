@@ -1,0 +1,26 @@
+namespace Queue.Tests.Reliability;
+
+/// <summary>Waiting for an observable condition instead of sleeping a fixed time.</summary>
+internal static class Eventually
+{
+    /// <summary>True as soon as the condition holds; false once <paramref name="within"/> has passed without it.</summary>
+    public static async Task<bool> HoldsAsync(Func<Task<bool>> condition, TimeSpan within)
+    {
+        var deadline = DateTime.UtcNow + within;
+        while (true)
+        {
+            if (await condition())
+            {
+                return true;
+            }
+            if (DateTime.UtcNow > deadline)
+            {
+                return false;
+            }
+            await Task.Delay(25);
+        }
+    }
+
+    public static async Task UntilAsync(Func<Task<bool>> condition, string what, int seconds = 60) =>
+        Assert.True(await HoldsAsync(condition, TimeSpan.FromSeconds(seconds)), $"timed out waiting until {what}");
+}
