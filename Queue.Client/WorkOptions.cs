@@ -1,0 +1,63 @@
+namespace Queue.Client;
+
+/// <summary>How <see cref="QueueClient.WorkAsync"/> claims, holds and lets go of items.</summary>
+public sealed class WorkOptions
+{
+    /// <summary>Shown in the Admin's worker list.</summary>
+    public string Worker { get; set; } = Environment.MachineName;
+
+    /// <summary>The lease asked for, and renewed at a third of it while the handler runs (10 s to 1 h).</summary>
+    public TimeSpan Lease { get; set; } = TimeSpan.FromMinutes(1);
+
+    /// <summary>The long-poll of /next (at most 30 s).</summary>
+    public TimeSpan PollWait { get; set; } = TimeSpan.FromSeconds(20);
+
+    /// <summary>Return after this long with no item claimed and none running; null works until cancelled.</summary>
+    public TimeSpan? IdleExit { get; set; }
+
+    /// <summary>After cancellation, how long running handlers may still finish before their items are released.</summary>
+    public TimeSpan ShutdownGrace { get; set; } = TimeSpan.FromSeconds(10);
+
+    /// <summary>A handler's exception of this type fails the item for good (<c>retry: false</c>).</summary>
+    public Func<Exception, bool> IsPermanent { get; set; } = e => e is PermanentWorkException;
+
+    /// <summary>Called with each finished item and how it ended, e.g. for logs and counters.</summary>
+    public Action<WorkItem, WorkOutcome, Exception?>? OnFinished { get; set; }
+}
+
+public enum WorkOutcome
+{
+    Completed,
+    Failed,
+
+    /// <summary>Handed back for someone else (shutdown); it counts as a failed attempt on the server.</summary>
+    Released,
+
+    /// <summary>The lease was lost (expired and reclaimed): the result was dropped.</summary>
+    LeaseLost,
+}
+
+/// <summary>Thrown by a handler: the item can never succeed, so it goes dead at once.</summary>
+public sealed class PermanentWorkException : Exception
+{
+    public PermanentWorkException()
+    {
+    }
+
+    public PermanentWorkException(string message) : base(message)
+    {
+    }
+
+    public PermanentWorkException(string message, Exception inner) : base(message, inner)
+    {
+    }
+}
+
+/// <summary>An item a handler works on: its fields, and its document.</summary>
+public sealed class WorkItem(QueueClient client, LeasedItem item)
+{
+    public LeasedItem Item { get; } = item;
+
+    /// <summary>The document's bytes, streamed under the item's lease.</summary>
+    public Task<Stream> OpenDocumentAsync(CancellationToken ct) => client.OpenItemDocumentAsync(Item, ct);
+}
