@@ -14,7 +14,16 @@ public static class OpsApi
         var ops = app.MapGroup("").AllowAnonymous().WithTags("Operations");
         ops.MapGet("/healthz", () => TypedResults.Ok(new HealthStatus("ok")));
         ops.MapGet("/readyz", ReadyAsync);
-        ops.MapMetrics("/metrics");
+        // queue_items is refreshed from this app's own database before the registry is written out.
+        ops.MapMetrics("/metrics").Add(endpoint =>
+        {
+            var serve = endpoint.RequestDelegate!;
+            endpoint.RequestDelegate = async http =>
+            {
+                await http.RequestServices.GetRequiredService<Work.WorkMetrics>().RefreshAsync(http.RequestAborted);
+                await serve(http);
+            };
+        });
         ApiMetrics.TrackRewrites(app.ServiceProvider);
         return app;
     }

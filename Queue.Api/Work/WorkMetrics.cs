@@ -4,42 +4,32 @@ using Queue.Core.Claims;
 namespace Queue.Api.Work;
 
 /// <summary>
-/// <c>queue_items{tenant,state}</c>, computed when Prometheus scrapes, from the jobs counters (not by scanning items),
-/// and cached briefly so that several scrapers do not multiply the cost.
+/// <c>queue_items{tenant,state}</c>, computed when /metrics is served, from the jobs counters (not by scanning items),
+/// and cached briefly so that several scrapers do not multiply the cost. One per app: the gauge is process-wide (the
+/// Prometheus registry is), but each app refreshes it from its own database on its own scrape, so several apps in one
+/// process (tests) never measure each other's.
 /// </summary>
-internal static class WorkMetrics
+internal sealed class WorkMetrics(WorkStats stats) : IDisposable
 {
     private static readonly Gauge Items = Metrics.CreateGauge("queue_items", "Items per tenant and state (ready counts expired leases).",
         new GaugeConfiguration { LabelNames = ["tenant", "state"] });
 
-    private static readonly SemaphoreSlim Gate = new(1, 1);
-    private static IServiceProvider? source;
-    private static long refreshedAt;
-    private static int attached;
+    private readonly SemaphoreSlim gate = new(1, 1);
+    private long refreshedAt;
 
-    public static void Attach(IServiceProvider services)
-    {
-        // The registry is process-wide; the most recently started app (tests start several) is the one measured.
-        Volatile.Write(ref source, services);
-        if (Interlocked.Exchange(ref attached, 1) == 0)
-        {
-            Metrics.DefaultRegistry.AddBeforeCollectCallback(RefreshAsync);
-        }
-    }
+    public void Dispose() => gate.Dispose();
 
-    private static async Task RefreshAsync(CancellationToken ct)
+    public async Task RefreshAsync(CancellationToken ct)
     {
-        if ((Volatile.Read(ref refreshedAt) is var at && at != 0 && Environment.TickCount64 - at < 2000) || Volatile.Read(ref source) is not { } services)
+        if (Volatile.Read(ref refreshedAt) is var at && at != 0 && Environment.TickCount64 - at < 2000)
         {
             return;
         }
-        await Gate.WaitAsync(ct);
+        await gate.WaitAsync(ct);
         try
         {
             using var timeout = CancellationTokenSource.CreateLinkedTokenSource(ct);
             timeout.CancelAfter(TimeSpan.FromSeconds(2));
-            // Resolved at scrape time: the data source exists only once the host has started.
-            var stats = services.GetRequiredService<WorkStats>();
             foreach (var t in await stats.ItemCountsAsync(timeout.Token))
             {
                 Items.WithLabels(t.Tenant, "ready").Set(t.Ready);
@@ -56,7 +46,7 @@ internal static class WorkMetrics
         }
         finally
         {
-            Gate.Release();
+            gate.Release();
         }
     }
 }

@@ -18,6 +18,7 @@ public static class WorkerApi
     public static IServiceCollection AddWorkerApi(this IServiceCollection services)
     {
         services.AddClaims();
+        services.AddSingleton<WorkMetrics>();
         services.ConfigureHttpJsonOptions(o => o.SerializerOptions.TypeInfoResolverChain.Insert(0, WorkJsonContext.Default));
         return services;
     }
@@ -26,7 +27,6 @@ public static class WorkerApi
     {
         var sp = app.ServiceProvider;
         sp.GetRequiredService<ClaimCounters>().LeaseExpired += n => ApiMetrics.LeasesExpired.Inc(n);
-        WorkMetrics.Attach(sp);
 
         var work = app.MapGroup("").RequireAuthorization(Roles.Worker).WithTags("Workers");
         // Long-polls wait holding a permit; finishing work must never queue behind them, or leases expire.
