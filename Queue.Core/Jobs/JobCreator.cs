@@ -70,7 +70,7 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
         await using var batch = new MySqlBatch(conn, tx);
         foreach (var job in jobs)
         {
-            batch.BatchCommands.Add(Command(JobSql.InsertJobRow, ("@TenantId", job.TenantId), ("@Name", job.Name), ("@Tasks", string.Join(',', job.Tasks)), ("@Now", now)));
+            batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertJobRow, ("@TenantId", job.TenantId), ("@Name", job.Name), ("@Tasks", string.Join(',', job.Tasks)), ("@Now", now)));
             batch.BatchCommands.Add(new MySqlBatchCommand(JobSql.LastInsertId));
         }
         var ids = new long[jobs.Count];
@@ -99,20 +99,20 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
             {
                 // One document (the commonest small job): plain VALUES, no JSON to shred on the server.
                 var d = job.Documents[0];
-                batch.BatchCommands.Add(Command(JobSql.InsertOneDocument, ("@JobId", ids[i]), ("@TenantId", job.TenantId), ("@Name", d.Name),
+                batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertOneDocument, ("@JobId", ids[i]), ("@TenantId", job.TenantId), ("@Name", d.Name),
                     ("@ContentType", d.ContentType), ("@Size", (long)one.Content.Length), ("@Sha256", one.Sha256), ("@Now", now)));
-                batch.BatchCommands.Add(Command(JobSql.InsertOneContent, ("@Content", one.Content)));
-                batch.BatchCommands.Add(Command(JobSql.InsertOneDocumentItems, ("@JobId", ids[i]), ("@Tasks", job.TasksJson), ("@Now", now)));
+                batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertOneContent, ("@Content", one.Content)));
+                batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertOneDocumentItems, ("@JobId", ids[i]), ("@Tasks", job.TasksJson), ("@Now", now)));
             }
             else if (job.Documents.Count > 0)
             {
                 // Three set-based statements whatever the number of documents: rows, bytes, items.
-                batch.BatchCommands.Add(Command(JobSql.InsertInlineDocuments, ("@JobId", ids[i]), ("@TenantId", job.TenantId), ("@Documents", job.Inline.Metadata), ("@Now", now)));
-                batch.BatchCommands.Add(Command(JobSql.InsertInlineContents, ("@JobId", ids[i]), ("@Contents", job.Inline.Contents)));
-                batch.BatchCommands.Add(Command(JobSql.InsertItemsForNewJob, ("@JobId", ids[i]), ("@Tasks", job.TasksJson), ("@Now", now)));
+                batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertInlineDocuments, ("@JobId", ids[i]), ("@TenantId", job.TenantId), ("@Documents", job.Inline.Metadata), ("@Now", now)));
+                batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertInlineContents, ("@JobId", ids[i]), ("@Contents", job.Inline.Contents)));
+                batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertItemsForNewJob, ("@JobId", ids[i]), ("@Tasks", job.TasksJson), ("@Now", now)));
             }
             // Every document fans out into one item per task: the count is known without reading it back.
-            batch.BatchCommands.Add(Command(JobSql.AddToJob, ("@JobId", ids[i]), ("@Documents", job.Documents.Count),
+            batch.BatchCommands.Add(BatchCommand.Of(JobSql.AddToJob, ("@JobId", ids[i]), ("@Documents", job.Documents.Count),
                 ("@Items", (long)job.Documents.Count * job.Tasks.Count), ("@Close", !job.Open), ("@Now", now)));
         }
         for (var i = 0; i < jobs.Count; i++)
@@ -120,7 +120,7 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
             if (jobs[i].Documents.Count > 0)
             {
                 batch.BatchCommands.Add(OrderingLanes.FactsCommand(ids[i], now));
-                batch.BatchCommands.Add(Command(JobSql.CreatedDocuments, ("@JobId", ids[i])));
+                batch.BatchCommands.Add(BatchCommand.Of(JobSql.CreatedDocuments, ("@JobId", ids[i])));
             }
         }
         var facts = new PlacementFacts?[jobs.Count];
@@ -160,13 +160,4 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
         return (facts, created);
     }
 
-    private static MySqlBatchCommand Command(string sql, params (string Name, object Value)[] parameters)
-    {
-        var c = new MySqlBatchCommand(sql);
-        foreach (var (name, value) in parameters)
-        {
-            c.Parameters.AddWithValue(name, value);
-        }
-        return c;
-    }
 }

@@ -33,14 +33,21 @@ public sealed class JobOptions
     /// <summary>How long a POST /jobs waits for its grouped transaction before it answers 503 with Retry-After.</summary>
     public int DatabaseWaitMilliseconds { get; set; } = 10_000;
 
-    public bool IsValid() => MaxConcurrentStreams is >= 1 and <= 256 && MaxInlineDocuments is >= 1 and <= 1_000_000
+    /// <summary>
+    /// An upload whose documents together are at most this many bytes is read whole before its transaction and grouped
+    /// with the other small uploads of the moment (docs/DESIGN.md "Grouped submissions"); a larger one streams into a
+    /// transaction of its own. At most <see cref="JobService.ProbeBytes"/>.
+    /// </summary>
+    public int GroupedUploadBytes { get; set; } = 64 * 1024;
+
+    public bool IsValid() => GroupedUploadBytes is >= 0 and <= JobService.ProbeBytes && MaxConcurrentStreams is >= 1 and <= 256 && MaxInlineDocuments is >= 1 and <= 1_000_000
         && SubmissionBatch is >= 1 and <= 1000 && SubmissionBatchBytes >= 1024 && MaxPendingSubmissions >= 1
         && MaxConcurrentSubmissionFlushes is >= 1 and <= 16 && DatabaseWaitMilliseconds > 0;
 }
 
 /// <summary>Creating jobs, adding documents (streamed), closing and cancelling. Every call checks the tenant.</summary>
 public sealed class JobService(MySqlDataSource db, TimeProvider clock, OrderingLanes lanes, TenantCache tenants, IOptions<JobOptions> options, Claims.WorkSignal work,
-    SubmissionBatcher submissions) : IDisposable
+    SubmissionBatcher submissions, UploadBatcher uploads) : IDisposable
 {
     /// <summary>Documents up to this size are read into a pooled buffer and stored in one round trip with their items.</summary>
     public const int ProbeBytes = 256 * 1024;
@@ -64,14 +71,19 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, OrderingL
 
     /// <summary>
     /// Adds streamed documents to an open job. Every document, its bytes and its items are written in one transaction,
-    /// committed only after the last byte: a client that goes away halfway leaves nothing behind.
+    /// committed only after the last byte: a client that goes away halfway leaves nothing behind. An upload whose
+    /// documents all fit in <see cref="JobOptions.GroupedUploadBytes"/> is read whole first, outside any transaction,
+    /// and written with the other small uploads of the moment in one grouped transaction (<see cref="UploadBatcher"/>).
     /// </summary>
     public async Task<(Outcome Outcome, UploadResult? Result)> UploadAsync(
         long tenantId, long jobId, IAsyncEnumerable<IncomingDocument> documents, long maxDocumentBytes, CancellationToken ct)
     {
-        await using var conn = await db.OpenConnectionAsync(ct);
-        var job = await conn.QuerySingleOrDefaultAsync<UploadJob>(new CommandDefinition(JobSql.JobForUpload,
-            new { JobId = jobId, TenantId = tenantId }, cancellationToken: ct));
+        UploadJob? job;
+        await using (var lookup = await db.OpenConnectionAsync(ct))
+        {
+            job = await lookup.QuerySingleOrDefaultAsync<UploadJob>(new CommandDefinition(JobSql.JobForUpload,
+                new { JobId = jobId, TenantId = tenantId }, cancellationToken: ct));
+        }
         if (job is null)
         {
             return (Outcome.NotFound, null);
@@ -81,23 +93,78 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, OrderingL
             return (Outcome.Conflict, null);
         }
         var tasks = job.Tasks.Split(',', StringSplitOptions.RemoveEmptyEntries);
-        var tasksJson = JobValidation.TasksJson(tasks);
-        await using var tx = await conn.BeginReadCommittedAsync(ct);
-        var created = new List<CreatedDocument>();
-        await foreach (var doc in documents.WithCancellation(ct))
+        var buffered = new List<BufferedDocument>();
+        long bufferedBytes = 0;
+        await using var e = documents.GetAsyncEnumerator(ct);
+        while (await e.MoveNextAsync())
         {
-            var errors = JobValidation.Document(doc.Name, doc.ContentType, "name");
-            if (errors.Count > 0)
+            var doc = e.Current;
+            Validate(doc);
+            await using var metered = new MeteredStream(doc.Body, maxDocumentBytes, $"document '{doc.Name}'");
+            var room = (int)Math.Min(ProbeBytes, options.Value.GroupedUploadBytes - bufferedBytes);
+            var probe = ArrayPool<byte>.Shared.Rent(ProbeBytes);
+            try
             {
-                throw new ValidationException(errors);
+                var filled = room <= 0 ? 0 : await metered.ReadAtLeastAsync(probe.AsMemory(0, room), room, throwOnEndOfStream: false, ct);
+                if (room > 0 && filled < room)
+                {
+                    // The whole document is in hand and the upload still fits: keep it for the grouped transaction.
+                    buffered.Add(new BufferedDocument(doc.Name, doc.ContentType, probe.AsSpan(0, filled).ToArray(), metered.Hash()));
+                    bufferedBytes += filled;
+                    continue;
+                }
+                return await UploadInTransactionAsync(tenantId, jobId, tasks, buffered, (doc, metered, probe, filled), e, maxDocumentBytes, ct);
             }
-            created.Add(await StoreAsync(conn, tx, tenantId, jobId, tasksJson, doc, maxDocumentBytes, ct));
+            finally
+            {
+                ArrayPool<byte>.Shared.Return(probe);
+            }
         }
-        if (created.Count == 0)
+        if (buffered.Count == 0)
         {
             throw new ValidationException(new Dictionary<string, string[]> { ["documents"] = ["the request holds no document"] });
         }
+        var result = await uploads.UploadAsync(new SmallUpload(tenantId, jobId, tasks, buffered), ct);
+        if (result.Outcome == Outcome.Ok)
+        {
+            work.Notify(); // wake this process's long-polling workers at once (issue 5)
+        }
+        return result;
+    }
+
+    private static void Validate(IncomingDocument doc)
+    {
+        var errors = JobValidation.Document(doc.Name, doc.ContentType, "name");
+        if (errors.Count > 0)
+        {
+            throw new ValidationException(errors);
+        }
+    }
+
+    /// <summary>
+    /// An upload too large to group: the documents read so far, the one being read (its first bytes in
+    /// <paramref name="current"/>'s probe) and every later one, streamed into one transaction.
+    /// </summary>
+    private async Task<(Outcome Outcome, UploadResult? Result)> UploadInTransactionAsync(long tenantId, long jobId, string[] tasks,
+        List<BufferedDocument> buffered, (IncomingDocument Doc, MeteredStream Metered, byte[] Probe, int Filled) current,
+        IAsyncEnumerator<IncomingDocument> rest, long maxDocumentBytes, CancellationToken ct)
+    {
+        var tasksJson = JobValidation.TasksJson(tasks);
+        await using var conn = await db.OpenConnectionAsync(ct);
+        await using var tx = await conn.BeginReadCommittedAsync(ct);
+        var created = new List<CreatedDocument>();
         var now = clock.GetUtcNow().UtcDateTime;
+        foreach (var b in buffered)
+        {
+            created.Add(await InsertSmallAsync(conn, tx, tenantId, jobId, tasksJson, b.Name, b.ContentType, b.Content, b.Sha256, now, ct));
+        }
+        created.Add(await StoreRestAsync(conn, tx, tenantId, jobId, tasksJson, current.Doc, current.Metered, current.Probe, current.Filled, now, ct));
+        while (await rest.MoveNextAsync())
+        {
+            Validate(rest.Current);
+            created.Add(await StoreAsync(conn, tx, tenantId, jobId, tasksJson, rest.Current, maxDocumentBytes, ct));
+        }
+        now = clock.GetUtcNow().UtcDateTime;
         var items = (long)created.Count * tasks.Length;
         var changed = await conn.ExecuteAsync(new CommandDefinition(JobSql.AddToJob,
             new { JobId = jobId, Documents = created.Count, Items = items, Close = false, Now = now }, tx, cancellationToken: ct));
@@ -121,39 +188,53 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, OrderingL
         var probe = ArrayPool<byte>.Shared.Rent(ProbeBytes);
         try
         {
-            var filled = await metered.ReadAtLeastAsync(probe.AsMemory(0, ProbeBytes), ProbeBytes, throwOnEndOfStream: false, ct);
-            var now = clock.GetUtcNow().UtcDateTime;
-            if (filled < ProbeBytes)
-            {
-                // The whole document is in the probe: row, bytes and items in one round trip.
-                var sha = metered.Hash();
-                await using var cmd = new MySqlCommand(JobSql.InsertSmallDocument, conn, tx);
-                cmd.Parameters.AddWithValue("@JobId", jobId);
-                cmd.Parameters.AddWithValue("@TenantId", tenantId);
-                cmd.Parameters.AddWithValue("@Name", doc.Name);
-                cmd.Parameters.AddWithValue("@ContentType", doc.ContentType);
-                cmd.Parameters.AddWithValue("@Size", (long)filled);
-                cmd.Parameters.AddWithValue("@Sha256", sha);
-                cmd.Parameters.AddWithValue("@Content", new ReadOnlyMemory<byte>(probe, 0, filled));
-                cmd.Parameters.AddWithValue("@Tasks", tasksJson);
-                cmd.Parameters.AddWithValue("@Now", now);
-                var id = Convert.ToInt64(await cmd.ExecuteScalarAsync(ct), System.Globalization.CultureInfo.InvariantCulture);
-                return new CreatedDocument(id, doc.Name, filled, Convert.ToHexStringLower(sha));
-            }
-            await streams.WaitAsync(ct);
-            try
-            {
-                return await StoreStreamedAsync(conn, tx, tenantId, jobId, tasksJson, doc, metered, probe.AsMemory(0, filled), now, ct);
-            }
-            finally
-            {
-                streams.Release();
-            }
+            return await StoreRestAsync(conn, tx, tenantId, jobId, tasksJson, doc, metered, probe, 0, clock.GetUtcNow().UtcDateTime, ct);
         }
         finally
         {
             ArrayPool<byte>.Shared.Return(probe);
         }
+    }
+
+    /// <summary>
+    /// A document whose first <paramref name="filled"/> bytes are in <paramref name="probe"/> (a rented buffer of
+    /// <see cref="ProbeBytes"/>): topped up to a full probe, then in one round trip when that is all of it, else streamed.
+    /// </summary>
+    private async Task<CreatedDocument> StoreRestAsync(MySqlConnection conn, MySqlTransaction tx, long tenantId, long jobId, string tasksJson,
+        IncomingDocument doc, MeteredStream metered, byte[] probe, int filled, DateTime now, CancellationToken ct)
+    {
+        filled += await metered.ReadAtLeastAsync(probe.AsMemory(filled, ProbeBytes - filled), ProbeBytes - filled, throwOnEndOfStream: false, ct);
+        if (filled < ProbeBytes)
+        {
+            return await InsertSmallAsync(conn, tx, tenantId, jobId, tasksJson, doc.Name, doc.ContentType, probe.AsMemory(0, filled), metered.Hash(), now, ct);
+        }
+        await streams.WaitAsync(ct);
+        try
+        {
+            return await StoreStreamedAsync(conn, tx, tenantId, jobId, tasksJson, doc, metered, probe.AsMemory(0, filled), now, ct);
+        }
+        finally
+        {
+            streams.Release();
+        }
+    }
+
+    /// <summary>The whole document is in hand: row, bytes and items in one round trip.</summary>
+    private static async Task<CreatedDocument> InsertSmallAsync(MySqlConnection conn, MySqlTransaction tx, long tenantId, long jobId, string tasksJson,
+        string name, string contentType, ReadOnlyMemory<byte> content, byte[] sha, DateTime now, CancellationToken ct)
+    {
+        await using var cmd = new MySqlCommand(JobSql.InsertSmallDocument, conn, tx);
+        cmd.Parameters.AddWithValue("@JobId", jobId);
+        cmd.Parameters.AddWithValue("@TenantId", tenantId);
+        cmd.Parameters.AddWithValue("@Name", name);
+        cmd.Parameters.AddWithValue("@ContentType", contentType);
+        cmd.Parameters.AddWithValue("@Size", (long)content.Length);
+        cmd.Parameters.AddWithValue("@Sha256", sha);
+        cmd.Parameters.AddWithValue("@Content", content);
+        cmd.Parameters.AddWithValue("@Tasks", tasksJson);
+        cmd.Parameters.AddWithValue("@Now", now);
+        var id = Convert.ToInt64(await cmd.ExecuteScalarAsync(ct), System.Globalization.CultureInfo.InvariantCulture);
+        return new CreatedDocument(id, name, content.Length, Convert.ToHexStringLower(sha));
     }
 
     private static async Task<CreatedDocument> StoreStreamedAsync(

@@ -1,5 +1,6 @@
 using Dapper;
 using MySqlConnector;
+using Queue.Core.Data;
 using Queue.Core.Sql;
 
 namespace Queue.Core.Ordering;
@@ -31,7 +32,7 @@ public sealed class OrderingLanes(OrderingCalendar calendar, TimeProvider clock)
 
     /// <summary>The statement that reads a job's <see cref="PlacementFacts"/>, for callers that place many jobs in one batch.</summary>
     public static MySqlBatchCommand FactsCommand(long jobId, DateTime now) =>
-        Command(OrderingSql.PlacementFacts, ("@JobId", jobId), ("@Now", now));
+        BatchCommand.Of(OrderingSql.PlacementFacts, ("@JobId", jobId), ("@Now", now));
 
     /// <summary>
     /// Adds the lane writes of one job, placed from <paramref name="facts"/> read in the same transaction, to a batch;
@@ -42,13 +43,13 @@ public sealed class OrderingLanes(OrderingCalendar calendar, TimeProvider clock)
         var (value, mode) = Provisional(facts, calendar.At(now).Mode);
         foreach (var task in tasks)
         {
-            batch.BatchCommands.Add(Command(OrderingSql.UpsertLane,
+            batch.BatchCommands.Add(BatchCommand.Of(OrderingSql.UpsertLane,
                 ("@JobId", jobId), ("@Task", task), ("@TenantId", facts.TenantId), ("@Value", value), ("@Mode", mode), ("@Blocked", facts.Blocked), ("@Now", now)));
         }
         if (mode == "smallest")
         {
             // Every upload keeps the smallest-first count of the whole job current, on all its lanes.
-            batch.BatchCommands.Add(Command(OrderingSql.SetJobValue, ("@JobId", jobId), ("@Value", value), ("@Mode", mode), ("@Now", now)));
+            batch.BatchCommands.Add(BatchCommand.Of(OrderingSql.SetJobValue, ("@JobId", jobId), ("@Value", value), ("@Mode", mode), ("@Now", now)));
         }
         return (value, mode);
     }
@@ -66,15 +67,6 @@ public sealed class OrderingLanes(OrderingCalendar calendar, TimeProvider clock)
         // Already placed in this oldest-first period: an upload does not move it back.
         : (f.CurrentOldest ?? f.NextOldest, "oldest");
 
-    private static MySqlBatchCommand Command(string sql, params (string Name, object Value)[] parameters)
-    {
-        var c = new MySqlBatchCommand(sql);
-        foreach (var (name, value) in parameters)
-        {
-            c.Parameters.AddWithValue(name, value);
-        }
-        return c;
-    }
 
     /// <summary>An override replaces the job's value at once, on every lane, not only at the next rewrite.</summary>
     public Task ApplyOverrideAsync(MySqlConnection conn, MySqlTransaction tx, long jobId, long priority, CancellationToken ct) =>

@@ -21,6 +21,12 @@ public static class JobSql
         SELECT id AS Id, state AS State, tasks AS Tasks FROM jobs WHERE id = @JobId AND tenant_id = @TenantId
         """;
 
+    /// <summary>
+    /// A grouped upload's jobs that are still open, locked in id order (PRIMARY) so concurrent groups cannot deadlock
+    /// on each other's job rows; the tenant was checked before the upload was queued.
+    /// </summary>
+    public const string LockOpenJobsForUpload = "SELECT id FROM jobs WHERE id IN @Ids AND state = 0 ORDER BY id FOR UPDATE";
+
     /// <summary>The tasks of an upload as rows, in the job's order, so one statement fans a document out into items.</summary>
     private const string TaskRows = "JSON_TABLE(@Tasks, '$[*]' COLUMNS (ord FOR ORDINALITY, task VARCHAR(32) PATH '$')) t";
 

@@ -1,0 +1,110 @@
+using Queue.Core.Claims;
+
+namespace Queue.Core.Jobs;
+
+/// <summary>
+/// Group commit for one kind of customer write (job creations, small uploads): concurrent callers of this process
+/// queue their operation, and a flush loop writes up to <see cref="JobOptions.SubmissionBatch"/> of them (and about
+/// <see cref="JobOptions.SubmissionBatchBytes"/>) in one transaction. Each caller keeps its own outcome: when a grouped
+/// transaction fails for any reason but a deadlock (the writer retries those whole), its operations are written again
+/// one transaction each, so one caller's constraint error or bad data never fails the others. A caller that leaves
+/// after queueing does not cancel its write: like a dropped connection after a commit, it may have landed, and the
+/// Idempotency-Key retry finds it. Admission is bounded: a slow database gets 503 at once, not a backlog.
+/// </summary>
+internal sealed class GroupedWrites<TIn, TOut>(
+    Func<IReadOnlyList<TIn>, CancellationToken, Task<TOut[]>> write, Func<TIn, long> bytesOf, JobOptions options, string what,
+    Action<Exception, int> groupFailed)
+{
+    private readonly Lock gate = new();
+    private readonly List<Op> pending = [];
+    private int flushing;
+
+    public async Task<TOut> RunAsync(TIn input, CancellationToken ct)
+    {
+        var op = new Op(input);
+        bool start;
+        lock (gate)
+        {
+            start = GroupCommit.Enqueue(pending, op, ref flushing, options.MaxPendingSubmissions, options.MaxConcurrentSubmissionFlushes, what);
+        }
+        if (start)
+        {
+            _ = Task.Run(FlushLoopAsync, CancellationToken.None);
+        }
+        try
+        {
+            return await op.Result.Task.WaitAsync(TimeSpan.FromMilliseconds(options.DatabaseWaitMilliseconds), ct);
+        }
+        catch (TimeoutException)
+        {
+            throw new ServiceBusyException($"the database did not answer the {what} in time");
+        }
+    }
+
+    private async Task FlushLoopAsync()
+    {
+        while (true)
+        {
+            List<Op> batch;
+            lock (gate)
+            {
+                if (pending.Count == 0)
+                {
+                    flushing--;
+                    return;
+                }
+                // At most SubmissionBatch operations and about SubmissionBatchBytes per transaction (always one).
+                var n = 1;
+                var bytes = bytesOf(pending[0].Input);
+                while (n < pending.Count && n < options.SubmissionBatch && bytes + bytesOf(pending[n].Input) <= options.SubmissionBatchBytes)
+                {
+                    bytes += bytesOf(pending[n].Input);
+                    n++;
+                }
+                batch = pending.GetRange(0, n);
+                pending.RemoveRange(0, n);
+            }
+            try
+            {
+                var results = await write(batch.Select(b => b.Input).ToList(), CancellationToken.None);
+                for (var i = 0; i < batch.Count; i++)
+                {
+                    batch[i].Result.TrySetResult(results[i]);
+                }
+            }
+            catch (Exception ex) when (batch.Count > 1)
+            {
+                groupFailed(ex, batch.Count);
+                foreach (var op in batch)
+                {
+                    await WriteAloneAsync(op);
+                }
+            }
+            catch (Exception ex)
+            {
+                batch[0].Result.TrySetException(ex);
+            }
+        }
+    }
+
+    private async Task WriteAloneAsync(Op op)
+    {
+        try
+        {
+            op.Result.TrySetResult((await write([op.Input], CancellationToken.None))[0]);
+        }
+#pragma warning disable CA1031 // the error belongs to this one caller: it is handed to its task, never swallowed
+        catch (Exception ex)
+#pragma warning restore CA1031
+        {
+            op.Result.TrySetException(ex);
+        }
+    }
+
+    private sealed class Op(TIn input)
+    {
+        public TIn Input { get; } = input;
+
+        public TaskCompletionSource<TOut> Result { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
+    }
+}

@@ -1,0 +1,146 @@
+using Dapper;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Options;
+using MySqlConnector;
+using Queue.Core.Data;
+using Queue.Core.Ordering;
+using Queue.Core.Sql;
+
+namespace Queue.Core.Jobs;
+
+/// <summary>A document read whole into memory before its upload's transaction.</summary>
+public sealed record BufferedDocument(string Name, string ContentType, byte[] Content, byte[] Sha256);
+
+/// <summary>An upload to an open job whose every byte is in hand, waiting for its grouped transaction.</summary>
+public sealed record SmallUpload(long TenantId, long JobId, IReadOnlyList<string> Tasks, IReadOnlyList<BufferedDocument> Documents)
+{
+    public string TasksJson { get; } = JobValidation.TasksJson(Tasks);
+
+    public long Bytes => Documents.Sum(d => (long)d.Content.Length + d.Name.Length + 64);
+}
+
+/// <summary>
+/// Groups concurrent small uploads of this process into one transaction, as job creations are grouped: the job rows
+/// locked in id order, then every document, its bytes, its items and its job's counters and placement facts, then the
+/// lanes; four round trips and one commit for the whole group. An upload to a job that was closed or cancelled meanwhile
+/// gets its 409 and writes nothing; the others go on. See docs/DESIGN.md "Grouped submissions".
+/// </summary>
+public sealed partial class UploadBatcher
+{
+    private readonly MySqlDataSource db;
+    private readonly TimeProvider clock;
+    private readonly OrderingLanes lanes;
+    private readonly GroupedWrites<SmallUpload, (Outcome Outcome, UploadResult? Result)> writes;
+
+    public UploadBatcher(MySqlDataSource db, TimeProvider clock, OrderingLanes lanes, IOptions<JobOptions> options, ILogger<UploadBatcher> logger)
+    {
+        this.db = db;
+        this.clock = clock;
+        this.lanes = lanes;
+        writes = new(WriteAsync, u => u.Bytes, options.Value, "uploads", (ex, n) => LogGroupFailed(logger, ex, n));
+    }
+
+    public Task<(Outcome Outcome, UploadResult? Result)> UploadAsync(SmallUpload upload, CancellationToken ct) => writes.RunAsync(upload, ct);
+
+    private Task<(Outcome Outcome, UploadResult? Result)[]> WriteAsync(IReadOnlyList<SmallUpload> uploads, CancellationToken ct) =>
+        Retry.OnDeadlockAsync(async c =>
+        {
+            var now = clock.GetUtcNow().UtcDateTime;
+            now = now.AddTicks(-(now.Ticks % 10)); // DATETIME(6)
+            var results = new (Outcome, UploadResult?)[uploads.Count];
+            await using var conn = await db.OpenConnectionAsync(c);
+            await using var tx = await conn.BeginReadCommittedAsync(c);
+            var open = (await conn.QueryAsync<long>(new CommandDefinition(JobSql.LockOpenJobsForUpload,
+                new { Ids = uploads.Select(u => u.JobId).Distinct().Order().ToList() }, tx, cancellationToken: c))).ToHashSet();
+            var accepted = new List<int>();
+            for (var i = 0; i < uploads.Count; i++)
+            {
+                if (open.Contains(uploads[i].JobId))
+                {
+                    accepted.Add(i);
+                }
+                else
+                {
+                    results[i] = (Outcome.Conflict, null); // closed or cancelled since the upload began: nothing of it lands
+                }
+            }
+            if (accepted.Count > 0)
+            {
+                var jobs = accepted.Select(i => uploads[i]).DistinctBy(u => u.JobId).ToList();
+                var facts = await InsertAsync(conn, tx, uploads, accepted, jobs, results, now, c);
+                await using var placement = new MySqlBatch(conn, tx);
+                for (var j = 0; j < jobs.Count; j++)
+                {
+                    lanes.AddPlacement(placement, jobs[j].JobId, jobs[j].Tasks, facts[j], now);
+                }
+                if (placement.BatchCommands.Count > 0)
+                {
+                    await placement.ExecuteNonQueryAsync(c);
+                }
+            }
+            await tx.CommitAsync(c);
+            return results;
+        }, ct);
+
+    /// <summary>Every accepted upload's documents, bytes, items and counters in one batch, then each job's placement facts.</summary>
+    private static async Task<PlacementFacts[]> InsertAsync(MySqlConnection conn, MySqlTransaction tx, IReadOnlyList<SmallUpload> uploads,
+        List<int> accepted, List<SmallUpload> jobs, (Outcome, UploadResult?)[] results, DateTime now, CancellationToken ct)
+    {
+        await using var batch = new MySqlBatch(conn, tx);
+        foreach (var i in accepted)
+        {
+            var u = uploads[i];
+            foreach (var d in u.Documents)
+            {
+                batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertOneDocument, ("@JobId", u.JobId), ("@TenantId", u.TenantId), ("@Name", d.Name),
+                    ("@ContentType", d.ContentType), ("@Size", (long)d.Content.Length), ("@Sha256", d.Sha256), ("@Now", now)));
+                batch.BatchCommands.Add(new MySqlBatchCommand(JobSql.LastInsertId));
+                batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertOneContent, ("@Content", d.Content)));
+                batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertOneDocumentItems, ("@JobId", u.JobId), ("@Tasks", u.TasksJson), ("@Now", now)));
+            }
+            batch.BatchCommands.Add(BatchCommand.Of(JobSql.AddToJob, ("@JobId", u.JobId), ("@Documents", u.Documents.Count),
+                ("@Items", (long)u.Documents.Count * u.Tasks.Count), ("@Close", false), ("@Now", now)));
+        }
+        // After every upload's counters, so the smallest-first value counts all of them.
+        foreach (var job in jobs)
+        {
+            batch.BatchCommands.Add(OrderingLanes.FactsCommand(job.JobId, now));
+        }
+        await using var reader = await batch.ExecuteReaderAsync(ct);
+        var first = true;
+        async Task NextAsync()
+        {
+            if (!first)
+            {
+                await reader.NextResultAsync(ct);
+            }
+            first = false;
+            await reader.ReadAsync(ct);
+        }
+        foreach (var i in accepted)
+        {
+            var u = uploads[i];
+            var created = new List<CreatedDocument>(u.Documents.Count);
+            foreach (var d in u.Documents)
+            {
+                await NextAsync();
+                var id = Convert.ToInt64(reader.GetValue(0), System.Globalization.CultureInfo.InvariantCulture);
+                created.Add(new CreatedDocument(id, d.Name, d.Content.Length, Convert.ToHexStringLower(d.Sha256)));
+            }
+            results[i] = (Outcome.Ok, new UploadResult(created, (long)u.Documents.Count * u.Tasks.Count));
+        }
+        var facts = new PlacementFacts[jobs.Count];
+        Func<System.Data.Common.DbDataReader, PlacementFacts>? parse = null;
+        for (var j = 0; j < jobs.Count; j++)
+        {
+            await NextAsync();
+            parse ??= reader.GetRowParser<PlacementFacts>();
+            facts[j] = parse(reader);
+        }
+        return facts;
+    }
+
+
+    [LoggerMessage(Level = LogLevel.Warning, Message = "A grouped upload of {Count} requests failed; writing them one by one")]
+    private static partial void LogGroupFailed(ILogger logger, Exception exception, int count);
+}
