@@ -12,7 +12,7 @@ namespace Queue.Bench;
 /// the same through run-graphile-worker.sh, side by side with the issue's ratio targets. Options: <c>--jobs N</c>
 /// (100,000), <c>--workers 1,16,64</c>, <c>--drain-max-s S</c> (90), <c>--enq-max-s S</c> (300),
 /// <c>--idempotency</c> (an Idempotency-Key per POST /jobs; graphile's addJob has none), <c>--no-peer</c>,
-/// <c>--peers-dir DIR</c>, <c>--digests</c> (the costliest statements of each phase; see <see cref="StatementDigests"/>).
+/// <c>--peers-dir DIR</c>, <c>--digests</c> (the costliest statements of each phase, <c>--digests-top N</c> of them, 12 by default; see <see cref="StatementDigests"/>).
 /// </summary>
 public static class PeersBench
 {
@@ -31,7 +31,8 @@ public static class PeersBench
         Console.WriteLine($"peers: {jobs:N0} one-item jobs ({{\"i\":n,\"pad\":1,000 x}} as one inline base64 document, 1 task), {Producers} producers, " +
             $"batches of {Batch:N0}, drains at {string.Join('/', workers)} workers (cap {drainMaxS} s), Idempotency-Key {(idempotency ? "on" : "off")}");
 
-        var queue = await RunQueueAsync(jobs, workers, TimeSpan.FromSeconds(drainMaxS), TimeSpan.FromSeconds(enqMaxS), idempotency, args.Contains("--digests"));
+        var digests = args.Contains("--digests") ? int.Parse(Option(args, "--digests-top") ?? "12", CultureInfo.InvariantCulture) : 0;
+        var queue = await RunQueueAsync(jobs, workers, TimeSpan.FromSeconds(drainMaxS), TimeSpan.FromSeconds(enqMaxS), idempotency, digests);
         List<PeerResult>? peer = null;
         if (!noPeer)
         {
@@ -41,7 +42,7 @@ public static class PeersBench
         return Verdicts(queue, peer);
     }
 
-    private static async Task<QueueFigures> RunQueueAsync(long jobs, int[] workers, TimeSpan drainCap, TimeSpan enqCap, bool idempotency, bool digests)
+    private static async Task<QueueFigures> RunQueueAsync(long jobs, int[] workers, TimeSpan drainCap, TimeSpan enqCap, bool idempotency, int digests)
     {
         await using var env = await BenchEnvironment.StartAsync();
         await using var db = SubmitBenchKit.DataSource(env);
@@ -58,14 +59,14 @@ public static class PeersBench
 
         async Task<T> Measure<T>(string phase, Func<Task<T>> body)
         {
-            var digested = digests && await StatementDigests.ResetAsync(db);
+            var digested = digests > 0 && await StatementDigests.ResetAsync(db);
             await using var apiRss = new RssSampler(api.RssBytes);
             await using var dbRss = new RssSampler(() => RssOf(mariadbPid));
             var result = await body();
             rss.Add((phase, apiRss.Peak, dbRss.Peak));
             if (digested)
             {
-                await StatementDigests.PrintAsync(db, phase);
+                await StatementDigests.PrintAsync(db, phase, digests);
             }
             return result;
         }
