@@ -12,7 +12,10 @@ namespace Queue.Bench;
 /// the same through run-graphile-worker.sh, side by side with the issue's ratio targets. Options: <c>--jobs N</c>
 /// (100,000), <c>--workers 1,16,64</c>, <c>--drain-max-s S</c> (90), <c>--enq-max-s S</c> (300),
 /// <c>--idempotency</c> (an Idempotency-Key per POST /jobs; graphile's addJob has none), <c>--no-peer</c>,
-/// <c>--peers-dir DIR</c>, <c>--digests</c> (the costliest statements of each phase, <c>--digests-top N</c> of them, 12 by default; see <see cref="StatementDigests"/>).
+/// <c>--peers-dir DIR</c>, <c>--digests</c> (the costliest statements of each phase, <c>--digests-top N</c> of them, 12 by
+/// default; see <see cref="StatementDigests"/>),
+/// <c>--client</c> (every call through Queue.Client instead of raw HttpClient requests, so the client's overhead shows;
+/// the client always sends an Idempotency-Key, so compare it with <c>--idempotency</c>).
 /// </summary>
 public static class PeersBench
 {
@@ -28,11 +31,13 @@ public static class PeersBench
         var enqMaxS = int.Parse(Option(args, "--enq-max-s") ?? "300", CultureInfo.InvariantCulture);
         var idempotency = args.Contains("--idempotency");
         var noPeer = args.Contains("--no-peer");
+        var viaClient = args.Contains("--client");
         Console.WriteLine($"peers: {jobs:N0} one-item jobs ({{\"i\":n,\"pad\":1,000 x}} as one inline base64 document, 1 task), {Producers} producers, " +
-            $"batches of {Batch:N0}, drains at {string.Join('/', workers)} workers (cap {drainMaxS} s), Idempotency-Key {(idempotency ? "on" : "off")}");
+            $"batches of {Batch:N0}, drains at {string.Join('/', workers)} workers (cap {drainMaxS} s), Idempotency-Key {(idempotency || viaClient ? "on" : "off")}, " +
+            $"calls through {(viaClient ? "Queue.Client" : "raw HttpClient requests")}");
 
         var digests = args.Contains("--digests") ? int.Parse(Option(args, "--digests-top") ?? "12", CultureInfo.InvariantCulture) : 0;
-        var queue = await RunQueueAsync(jobs, workers, TimeSpan.FromSeconds(drainMaxS), TimeSpan.FromSeconds(enqMaxS), idempotency, digests);
+        var queue = await RunQueueAsync(jobs, workers, TimeSpan.FromSeconds(drainMaxS), TimeSpan.FromSeconds(enqMaxS), idempotency, digests, viaClient);
         List<PeerResult>? peer = null;
         if (!noPeer)
         {
@@ -42,7 +47,7 @@ public static class PeersBench
         return Verdicts(queue, peer);
     }
 
-    private static async Task<QueueFigures> RunQueueAsync(long jobs, int[] workers, TimeSpan drainCap, TimeSpan enqCap, bool idempotency, int digests)
+    private static async Task<QueueFigures> RunQueueAsync(long jobs, int[] workers, TimeSpan drainCap, TimeSpan enqCap, bool idempotency, int digests, bool viaClient)
     {
         await using var env = await BenchEnvironment.StartAsync();
         await using var db = SubmitBenchKit.DataSource(env);
@@ -52,7 +57,8 @@ public static class PeersBench
         var api = await env.StartServiceAsync("Queue.Api", new Dictionary<string, string> { ["DOTNET_GCgen0size"] = "0x200000" });
         var mariadbPid = int.Parse(File.ReadAllText(Path.Combine(env.Server.Directory, "mariadbd.pid")).Trim(), CultureInfo.InvariantCulture);
         using var http = SubmitBenchKit.Client(api.Url, customerKey, Math.Max(Producers, workers.Max()) + 4);
-        var load = new PeersWorkload(http, customerKey, workerKey);
+        using var client = viaClient ? new PeersClientCalls(new Uri(api.Url), customerKey, workerKey) : null;
+        var load = new PeersWorkload(client ?? (IPeersCalls)new PeersHttpCalls(http, customerKey, workerKey));
         var rss = new List<(string Phase, long Api, long Db)>();
         var run = Guid.NewGuid().ToString("N")[..8];
         string? Idem(string phase) => idempotency ? $"{run}-{phase}" : null;

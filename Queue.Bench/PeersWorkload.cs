@@ -1,29 +1,19 @@
-using System.Buffers;
 using System.Diagnostics;
 using System.Globalization;
-using System.Net;
-using System.Net.Http.Headers;
-using System.Text;
-using System.Text.Json;
 using HdrHistogram;
 using Queue.Bench.Harness;
 
 namespace Queue.Bench;
 
 /// <summary>
-/// The peers workload (../shared/peers/README.md) driven against Queue.Api over HTTP: one-item jobs whose document is
-/// <c>{"i": n, "pad": "x" * 1000}</c>, created with POST /jobs and drained with POST /next (max 1) and complete.
-/// One client for every call; the key goes on each request because customers and workers use different keys.
+/// The peers workload (../shared/peers/README.md) driven against Queue.Api: one-item jobs whose document is
+/// <c>{"i": n, "pad": "x" * 1000}</c>, created with POST /jobs and drained with POST /next (max 1) and complete,
+/// through <paramref name="via"/> (raw HTTP or Queue.Client).
 /// </summary>
-internal sealed class PeersWorkload(HttpClient http, string customerKey, string workerKey)
+internal sealed class PeersWorkload(IPeersCalls via)
 {
-    private static readonly string Pad = new('x', 1000);
-    private static readonly MediaTypeHeaderValue Json = new("application/json");
-
     /// <summary>Calls answered 503 and retried after Retry-After: a sign of overload worth printing.</summary>
-    public long Retried503 => Interlocked.Read(ref retried503);
-
-    private long retried503;
+    public long Retried503 => via.Retried503;
 
     /// <summary>
     /// Creates <paramref name="total"/> items in calls of <paramref name="perCall"/> documents (one job per call) from
@@ -56,9 +46,8 @@ internal sealed class PeersWorkload(HttpClient http, string customerKey, string 
                 }
                 var first = call * perCall;
                 var count = (int)Math.Min(perCall, total - first);
-                var body = JobBody(task, first, count);
                 var t0 = Stopwatch.GetTimestamp();
-                var id = await CreateJobAsync(body, idempotencyPrefix is null ? null : idempotencyPrefix + "-" + call.ToString(CultureInfo.InvariantCulture), deadline);
+                var id = await via.CreateJobAsync(task, first, count, idempotencyPrefix is null ? null : idempotencyPrefix + "-" + call.ToString(CultureInfo.InvariantCulture), deadline);
                 var t1 = Stopwatch.GetTimestamp();
                 Report.Record(histogram, t0);
                 var k = Interlocked.Increment(ref finished);
@@ -77,9 +66,7 @@ internal sealed class PeersWorkload(HttpClient http, string customerKey, string 
     {
         foreach (var id in jobIds)
         {
-            using var request = Request(HttpMethod.Delete, $"/jobs/{id}", customerKey, null, null);
-            using var r = await http.SendAsync(request);
-            await Expect(r, HttpStatusCode.OK, "DELETE /jobs/{id}");
+            await via.CancelAsync(id);
         }
     }
 
@@ -97,13 +84,13 @@ internal sealed class PeersWorkload(HttpClient http, string customerKey, string 
         var deadline = start + (long)(cap.TotalSeconds * Stopwatch.Frequency);
         await Task.WhenAll(Enumerable.Range(0, workers).Select(w => Task.Run(async () =>
         {
-            var body = Encoding.UTF8.GetBytes($$"""{"worker":"peers-{{w}}","tasks":["{{task}}"],"max":1,"wait":0}""");
+            var claim = via.Claimer(w, task);
             while (Stopwatch.GetTimestamp() < deadline && Interlocked.Read(ref claimed) < queued)
             {
                 var t0 = Stopwatch.GetTimestamp();
-                var item = await NextAsync(body, deadline);
+                var complete = await claim(deadline);
                 Report.Record(claims, t0);
-                if (item is not { } it)
+                if (complete is null)
                 {
                     if (Interlocked.Read(ref claimed) >= queued)
                     {
@@ -115,116 +102,13 @@ internal sealed class PeersWorkload(HttpClient http, string customerKey, string 
                 }
                 Interlocked.Increment(ref claimed);
                 var t1 = Stopwatch.GetTimestamp();
-                await CompleteAsync(it.Id, it.Token, deadline);
+                await complete();
                 Report.Record(completes, t1);
                 Interlocked.Increment(ref completed);
             }
         })));
         var seconds = Stopwatch.GetElapsedTime(start).TotalSeconds;
         return new DrainResult(workers, queued, completed, seconds, completed < queued, claims, completes, emptyWhileQueued);
-    }
-
-    private async Task<long> CreateJobAsync(byte[] body, string? idempotencyKey, long deadline)
-    {
-        using var r = await SendRetryingAsync(() => Request(HttpMethod.Post, "/jobs", customerKey, body, idempotencyKey), deadline);
-        await Expect(r, HttpStatusCode.Created, "POST /jobs");
-        var location = r.Headers.Location?.OriginalString ?? throw new InvalidOperationException("POST /jobs answered without Location");
-        return long.Parse(location.AsSpan(location.LastIndexOf('/') + 1), CultureInfo.InvariantCulture);
-    }
-
-    private async Task<(long Id, string Token)?> NextAsync(byte[] body, long deadline)
-    {
-        using var r = await SendRetryingAsync(() => Request(HttpMethod.Post, "/next", workerKey, body, null), deadline);
-        if (r.StatusCode == HttpStatusCode.NoContent)
-        {
-            return null;
-        }
-        await Expect(r, HttpStatusCode.OK, "POST /next");
-        using var json = await JsonDocument.ParseAsync(await r.Content.ReadAsStreamAsync());
-        var item = json.RootElement.GetProperty("items")[0];
-        return (item.GetProperty("id").GetInt64(), item.GetProperty("leaseToken").GetString()!);
-    }
-
-    private async Task CompleteAsync(long id, string token, long deadline)
-    {
-        var body = Encoding.UTF8.GetBytes($$"""{"leaseToken":"{{token}}"}""");
-        using var r = await SendRetryingAsync(() => Request(HttpMethod.Post, $"/items/{id}/complete", workerKey, body, null), deadline);
-        await Expect(r, HttpStatusCode.NoContent, "complete");
-    }
-
-    /// <summary>
-    /// 503 + Retry-After is the documented overload answer: wait and send again, at most 50 times and never past the
-    /// phase's cap plus a minute, so an overloaded service shows up as a slow phase rather than a crash.
-    /// </summary>
-    private async Task<HttpResponseMessage> SendRetryingAsync(Func<HttpRequestMessage> make, long deadline)
-    {
-        var giveUp = deadline + (60 * Stopwatch.Frequency);
-        for (var attempt = 0; ; attempt++)
-        {
-            using var request = make();
-            var r = await http.SendAsync(request);
-            if (r.StatusCode != HttpStatusCode.ServiceUnavailable || attempt >= 50 || Stopwatch.GetTimestamp() > giveUp)
-            {
-                return r;
-            }
-            var wait = r.Headers.RetryAfter?.Delta ?? TimeSpan.FromMilliseconds(100);
-            r.Dispose();
-            Interlocked.Increment(ref retried503);
-            await Task.Delay(wait > TimeSpan.FromSeconds(1) ? TimeSpan.FromSeconds(1) : wait);
-        }
-    }
-
-    private static HttpRequestMessage Request(HttpMethod method, string path, string key, byte[]? body, string? idempotencyKey)
-    {
-        var request = new HttpRequestMessage(method, new Uri(path, UriKind.Relative));
-        request.Headers.Authorization = new AuthenticationHeaderValue("Bearer", key);
-        if (idempotencyKey is not null)
-        {
-            request.Headers.Add("Idempotency-Key", idempotencyKey);
-        }
-        if (body is not null)
-        {
-            request.Content = new ByteArrayContent(body);
-            request.Content.Headers.ContentType = Json;
-        }
-        return request;
-    }
-
-    private static async Task Expect(HttpResponseMessage r, HttpStatusCode status, string what)
-    {
-        if (r.StatusCode != status)
-        {
-            throw new InvalidOperationException($"{what} answered {(int)r.StatusCode}: {await r.Content.ReadAsStringAsync()}");
-        }
-        // Read to the end so the connection goes back to the pool instead of being drained or dropped on dispose.
-        await r.Content.CopyToAsync(Stream.Null);
-    }
-
-    /// <summary>One job of <paramref name="count"/> inline documents, numbered from <paramref name="first"/>.</summary>
-    private static byte[] JobBody(string task, long first, int count)
-    {
-        var buffer = new ArrayBufferWriter<byte>((count * 1420) + 256);
-        using (var w = new Utf8JsonWriter(buffer))
-        {
-            w.WriteStartObject();
-            w.WriteString("name", task + "-" + first.ToString(CultureInfo.InvariantCulture));
-            w.WriteStartArray("tasks");
-            w.WriteStringValue(task);
-            w.WriteEndArray();
-            w.WriteStartArray("documents");
-            for (var k = 0; k < count; k++)
-            {
-                var n = (first + k).ToString(CultureInfo.InvariantCulture);
-                w.WriteStartObject();
-                w.WriteString("name", n + ".json");
-                w.WriteString("contentType", "application/json");
-                w.WriteBase64String("content", Encoding.UTF8.GetBytes($$"""{"i":{{n}},"pad":"{{Pad}}"}"""));
-                w.WriteEndObject();
-            }
-            w.WriteEndArray();
-            w.WriteEndObject();
-        }
-        return buffer.WrittenSpan.ToArray();
     }
 }
 

@@ -12,9 +12,12 @@ public static class QueueClientServiceCollectionExtensions
     public static IHttpClientBuilder AddQueueClient(this IServiceCollection services, Action<QueueClientOptions> configure)
     {
         services.Configure(configure);
-        return services.AddHttpClient<QueueClient>((sp, http) => http.BaseAddress = sp.GetRequiredService<IOptions<QueueClientOptions>>().Value.BaseAddress)
-            .ConfigurePrimaryHttpMessageHandler(sp => QueueHttp.CreateHandler(sp.GetRequiredService<IOptions<QueueClientOptions>>().Value))
+        static QueueClientOptions Options(IServiceProvider sp) => sp.GetRequiredService<IOptions<QueueClientOptions>>().Value;
+        return services.AddHttpClient(nameof(QueueClient), (sp, http) => http.BaseAddress = Options(sp).BaseAddress)
+            .ConfigurePrimaryHttpMessageHandler(sp => QueueHttp.CreateHandler(Options(sp)))
             // The handler's own pooled lifetime recycles connections; the factory need not rotate handlers too.
-            .SetHandlerLifetime(Timeout.InfiniteTimeSpan);
+            .SetHandlerLifetime(Timeout.InfiniteTimeSpan)
+            // Built by hand: the options live behind IOptions, which the client's constructors do not take.
+            .AddTypedClient((http, sp) => new QueueClient(http, Options(sp)));
     }
 }

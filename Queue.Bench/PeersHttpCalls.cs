@@ -1,0 +1,139 @@
+using System.Buffers;
+using System.Diagnostics;
+using System.Globalization;
+using System.Net;
+using System.Net.Http.Headers;
+using System.Text;
+using System.Text.Json;
+
+namespace Queue.Bench;
+
+/// <summary>
+/// The peers workload's calls as raw HttpClient requests: pre-encoded bodies, hand-parsed answers, 503 retried after
+/// Retry-After. One client for every call; the key goes on each request because customers and workers use different keys.
+/// </summary>
+internal sealed class PeersHttpCalls(HttpClient http, string customerKey, string workerKey) : IPeersCalls
+{
+    private static readonly MediaTypeHeaderValue Json = new("application/json");
+
+    private long retried503;
+
+    public long Retried503 => Interlocked.Read(ref retried503);
+
+    public async Task<long> CreateJobAsync(string task, long first, int count, string? idempotencyKey, long deadline)
+    {
+        var body = JobBody(task, first, count);
+        using var r = await SendRetryingAsync(() => Request(HttpMethod.Post, "/jobs", customerKey, body, idempotencyKey), deadline);
+        await Expect(r, HttpStatusCode.Created, "POST /jobs");
+        var location = r.Headers.Location?.OriginalString ?? throw new InvalidOperationException("POST /jobs answered without Location");
+        return long.Parse(location.AsSpan(location.LastIndexOf('/') + 1), CultureInfo.InvariantCulture);
+    }
+
+    public Func<long, Task<Func<Task>?>> Claimer(int worker, string task)
+    {
+        var body = Encoding.UTF8.GetBytes($$"""{"worker":"peers-{{worker}}","tasks":["{{task}}"],"max":1,"wait":0}""");
+        return async deadline => await NextAsync(body, deadline) is { } it ? () => CompleteAsync(it.Id, it.Token, deadline) : null;
+    }
+
+    /// <summary>DELETE /jobs/{id}: takes a phase's items out of the queue, as the peers truncate between phases.</summary>
+    public async Task CancelAsync(long jobId)
+    {
+        using var request = Request(HttpMethod.Delete, $"/jobs/{jobId}", customerKey, null, null);
+        using var r = await http.SendAsync(request);
+        await Expect(r, HttpStatusCode.OK, "DELETE /jobs/{id}");
+    }
+
+    private async Task<(long Id, string Token)?> NextAsync(byte[] body, long deadline)
+    {
+        using var r = await SendRetryingAsync(() => Request(HttpMethod.Post, "/next", workerKey, body, null), deadline);
+        if (r.StatusCode == HttpStatusCode.NoContent)
+        {
+            return null;
+        }
+        await Expect(r, HttpStatusCode.OK, "POST /next");
+        using var json = await JsonDocument.ParseAsync(await r.Content.ReadAsStreamAsync());
+        var item = json.RootElement.GetProperty("items")[0];
+        return (item.GetProperty("id").GetInt64(), item.GetProperty("leaseToken").GetString()!);
+    }
+
+    private async Task CompleteAsync(long id, string token, long deadline)
+    {
+        var body = Encoding.UTF8.GetBytes($$"""{"leaseToken":"{{token}}"}""");
+        using var r = await SendRetryingAsync(() => Request(HttpMethod.Post, $"/items/{id}/complete", workerKey, body, null), deadline);
+        await Expect(r, HttpStatusCode.NoContent, "complete");
+    }
+
+    /// <summary>
+    /// 503 + Retry-After is the documented overload answer: wait and send again, at most 50 times and never past the
+    /// phase's cap plus a minute, so an overloaded service shows up as a slow phase rather than a crash.
+    /// </summary>
+    private async Task<HttpResponseMessage> SendRetryingAsync(Func<HttpRequestMessage> make, long deadline)
+    {
+        var giveUp = deadline + (60 * Stopwatch.Frequency);
+        for (var attempt = 0; ; attempt++)
+        {
+            using var request = make();
+            var r = await http.SendAsync(request);
+            if (r.StatusCode != HttpStatusCode.ServiceUnavailable || attempt >= 50 || Stopwatch.GetTimestamp() > giveUp)
+            {
+                return r;
+            }
+            var wait = r.Headers.RetryAfter?.Delta ?? TimeSpan.FromMilliseconds(100);
+            r.Dispose();
+            Interlocked.Increment(ref retried503);
+            await Task.Delay(wait > TimeSpan.FromSeconds(1) ? TimeSpan.FromSeconds(1) : wait);
+        }
+    }
+
+    private static HttpRequestMessage Request(HttpMethod method, string path, string key, byte[]? body, string? idempotencyKey)
+    {
+        var request = new HttpRequestMessage(method, new Uri(path, UriKind.Relative));
+        request.Headers.Authorization = new AuthenticationHeaderValue("Bearer", key);
+        if (idempotencyKey is not null)
+        {
+            request.Headers.Add("Idempotency-Key", idempotencyKey);
+        }
+        if (body is not null)
+        {
+            request.Content = new ByteArrayContent(body);
+            request.Content.Headers.ContentType = Json;
+        }
+        return request;
+    }
+
+    private static async Task Expect(HttpResponseMessage r, HttpStatusCode status, string what)
+    {
+        if (r.StatusCode != status)
+        {
+            throw new InvalidOperationException($"{what} answered {(int)r.StatusCode}: {await r.Content.ReadAsStringAsync()}");
+        }
+        // Read to the end so the connection goes back to the pool instead of being drained or dropped on dispose.
+        await r.Content.CopyToAsync(Stream.Null);
+    }
+
+    /// <summary>One job of <paramref name="count"/> inline documents, numbered from <paramref name="first"/>.</summary>
+    private static byte[] JobBody(string task, long first, int count)
+    {
+        var buffer = new ArrayBufferWriter<byte>((count * 1420) + 256);
+        using (var w = new Utf8JsonWriter(buffer))
+        {
+            w.WriteStartObject();
+            w.WriteString("name", PeersDocument.JobName(task, first));
+            w.WriteStartArray("tasks");
+            w.WriteStringValue(task);
+            w.WriteEndArray();
+            w.WriteStartArray("documents");
+            for (var k = 0; k < count; k++)
+            {
+                w.WriteStartObject();
+                w.WriteString("name", PeersDocument.Name(first + k));
+                w.WriteString("contentType", "application/json");
+                w.WriteBase64String("content", PeersDocument.Content(first + k));
+                w.WriteEndObject();
+            }
+            w.WriteEndArray();
+            w.WriteEndObject();
+        }
+        return buffer.WrittenSpan.ToArray();
+    }
+}
