@@ -311,24 +311,14 @@ public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, Time
                 batch.BatchCommands.Add(cmd);
             }
             await using var reader = await batch.ExecuteReaderAsync(ct);
-            var first = true;
-            async Task NextAsync()
-            {
-                if (!first)
-                {
-                    await reader.NextResultAsync(ct);
-                }
-                first = false;
-            }
+            var results = new BatchResults(reader);
             foreach (var (jobId, task) in lanes)
             {
-                await NextAsync();
-                var locked = await reader.ReadAsync(ct);
+                var locked = await results.NextRowAsync(ct);
                 while (await reader.ReadAsync(ct))
                 {
                 }
-                await NextAsync();
-                DateTime? due = await reader.ReadAsync(ct) && !await reader.IsDBNullAsync(0, ct) ? reader.GetDateTime(0) : null;
+                DateTime? due = await results.NextRowAsync(ct) && !await reader.IsDBNullAsync(0, ct) ? reader.GetDateTime(0) : null;
                 // A lane with an item due now is claimable as it stands: nothing to write.
                 if (locked && (due is null || due > now))
                 {
@@ -337,8 +327,7 @@ public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, Time
             }
             foreach (var id in documents)
             {
-                await NextAsync();
-                if (await reader.ReadAsync(ct))
+                if (await results.NextRowAsync(ct))
                 {
                     docs[id] = new DocRow(reader.GetInt64(0), reader.GetString(1), reader.GetString(2));
                 }

@@ -6,85 +6,31 @@ namespace Queue.Core.Claims;
 /// <summary>
 /// Groups concurrent completions into one transaction: at a few thousand completions a second, one commit (and one
 /// update of each job's counters) per batch instead of per item is what keeps up with the database's fsync rate.
-/// Each caller still gets its own outcome, and its answer only after the commit.
+/// Each caller still gets its own outcome, and its answer only after the commit; a batch that fails is redone one
+/// completion per transaction (<see cref="GroupedWrites{TIn, TOut}"/>), so one bad lease never fails the others.
 /// </summary>
-public sealed partial class CompletionBatcher(ClaimEngine engine, IOptions<ClaimOptions> options, WorkStats stats, ILogger<CompletionBatcher> logger)
+public sealed partial class CompletionBatcher
 {
-    private readonly Lock gate = new();
-    private readonly List<Op> pending = [];
-    private int flushing;
+    private readonly GroupedWrites<LeaseRef, FinishOutcome> writes;
 
-    public async Task<FinishOutcome> CompleteAsync(LeaseRef lease, CancellationToken ct)
+    public CompletionBatcher(ClaimEngine engine, IOptions<ClaimOptions> options, WorkStats stats, ILogger<CompletionBatcher> logger)
     {
         var o = options.Value;
-        var op = new Op(lease);
-        bool start;
-        lock (gate)
+        writes = new(async (leases, ct) =>
         {
-            start = GroupCommit.Enqueue(pending, op, ref flushing, o, "completions");
-        }
-        if (start)
-        {
-            _ = Task.Run(FlushLoopAsync, CancellationToken.None);
-        }
-        try
-        {
-            // Not cancelled with the request: once queued, the completion is written whether or not the caller waits.
-            return await op.Result.Task.WaitAsync(TimeSpan.FromMilliseconds(o.DatabaseWaitMilliseconds), ct);
-        }
-        catch (TimeoutException)
-        {
-            throw new ServiceBusyException("the database did not answer the completion in time");
-        }
+            var (outcomes, byTenant) = await engine.CompleteAsync(leases, ct);
+            foreach (var (tenant, n) in byTenant)
+            {
+                stats.Completed(tenant, n);
+            }
+            return outcomes;
+        }, _ => 0, new GroupLimits(o.MaxPending, o.MaxConcurrentFlushes, Math.Max(o.MaxBatch, 64), long.MaxValue, o.DatabaseWaitMilliseconds),
+            "completions", (ex, n) => LogFlushFailed(logger, ex, n));
     }
 
-    private async Task FlushLoopAsync()
-    {
-        var max = Math.Max(options.Value.MaxBatch, 64);
-        while (true)
-        {
-            List<Op> batch;
-            lock (gate)
-            {
-                if (pending.Count == 0)
-                {
-                    flushing--;
-                    return;
-                }
-                var n = Math.Min(pending.Count, max);
-                batch = pending.GetRange(0, n);
-                pending.RemoveRange(0, n);
-            }
-            try
-            {
-                var (outcomes, byTenant) = await engine.CompleteAsync(batch.Select(b => b.Lease).ToList(), CancellationToken.None);
-                foreach (var (tenant, n) in byTenant)
-                {
-                    stats.Completed(tenant, n);
-                }
-                for (var i = 0; i < batch.Count; i++)
-                {
-                    batch[i].Result.TrySetResult(outcomes[i]);
-                }
-            }
-            catch (Exception ex)
-            {
-                LogFlushFailed(logger, ex, batch.Count);
-                foreach (var op in batch)
-                {
-                    op.Result.TrySetException(ex);
-                }
-            }
-        }
-    }
+    /// <summary>Not cancelled with the request: once queued, the completion is written whether or not the caller waits.</summary>
+    public Task<FinishOutcome> CompleteAsync(LeaseRef lease, CancellationToken ct) => writes.RunAsync(lease, ct);
 
-    [LoggerMessage(Level = LogLevel.Warning, Message = "A completion transaction for {Count} leases failed")]
+    [LoggerMessage(Level = LogLevel.Warning, Message = "A completion transaction for {Count} leases failed; writing them one by one")]
     private static partial void LogFlushFailed(ILogger logger, Exception exception, int count);
-
-    private sealed class Op(LeaseRef lease)
-    {
-        public LeaseRef Lease { get; } = lease;
-
-        public TaskCompletionSource<FinishOutcome> Result { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
-    }
 }

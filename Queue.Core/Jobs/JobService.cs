@@ -40,6 +40,9 @@ public sealed class JobOptions
     /// </summary>
     public int GroupedUploadBytes { get; set; } = 64 * 1024;
 
+    internal Claims.GroupLimits GroupLimits =>
+        new(MaxPendingSubmissions, MaxConcurrentSubmissionFlushes, SubmissionBatch, SubmissionBatchBytes, DatabaseWaitMilliseconds);
+
     public bool IsValid() => GroupedUploadBytes is >= 0 and <= JobService.ProbeBytes && MaxConcurrentStreams is >= 1 and <= 256 && MaxInlineDocuments is >= 1 and <= 1_000_000
         && SubmissionBatch is >= 1 and <= 1000 && SubmissionBatchBytes >= 1024 && MaxPendingSubmissions >= 1
         && MaxConcurrentSubmissionFlushes is >= 1 and <= 16 && DatabaseWaitMilliseconds > 0;

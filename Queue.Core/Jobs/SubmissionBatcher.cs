@@ -1,5 +1,6 @@
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Options;
+using Queue.Core.Claims;
 
 namespace Queue.Core.Jobs;
 
@@ -13,7 +14,7 @@ public sealed partial class SubmissionBatcher
     private readonly GroupedWrites<PendingJob, CreatedJob> writes;
 
     public SubmissionBatcher(JobCreator creator, IOptions<JobOptions> options, ILogger<SubmissionBatcher> logger) =>
-        writes = new(creator.CreateAsync, j => j.Bytes, options.Value, "submissions", (ex, n) => LogGroupFailed(logger, ex, n));
+        writes = new(creator.CreateAsync, j => j.Bytes, options.Value.GroupLimits, "submissions", (ex, n) => LogGroupFailed(logger, ex, n));
 
     public Task<CreatedJob> CreateAsync(PendingJob job, CancellationToken ct) => writes.RunAsync(job, ct);
 

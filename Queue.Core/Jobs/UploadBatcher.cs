@@ -1,6 +1,7 @@
 using Dapper;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Options;
+using Queue.Core.Claims;
 using MySqlConnector;
 using Queue.Core.Data;
 using Queue.Core.Ordering;
@@ -37,7 +38,7 @@ public sealed partial class UploadBatcher
         this.db = db;
         this.clock = clock;
         this.lanes = lanes;
-        writes = new(WriteAsync, u => u.Bytes, options.Value, "uploads", (ex, n) => LogGroupFailed(logger, ex, n));
+        writes = new(WriteAsync, u => u.Bytes, options.Value.GroupLimits, "uploads", (ex, n) => LogGroupFailed(logger, ex, n));
     }
 
     public Task<(Outcome Outcome, UploadResult? Result)> UploadAsync(SmallUpload upload, CancellationToken ct) => writes.RunAsync(upload, ct);
@@ -107,23 +108,14 @@ public sealed partial class UploadBatcher
             batch.BatchCommands.Add(OrderingLanes.FactsCommand(job.JobId, now));
         }
         await using var reader = await batch.ExecuteReaderAsync(ct);
-        var first = true;
-        async Task NextAsync()
-        {
-            if (!first)
-            {
-                await reader.NextResultAsync(ct);
-            }
-            first = false;
-            await reader.ReadAsync(ct);
-        }
+        var rows = new BatchResults(reader);
         foreach (var i in accepted)
         {
             var u = uploads[i];
             var created = new List<CreatedDocument>(u.Documents.Count);
             foreach (var d in u.Documents)
             {
-                await NextAsync();
+                await rows.NextRowAsync(ct);
                 var id = Convert.ToInt64(reader.GetValue(0), System.Globalization.CultureInfo.InvariantCulture);
                 created.Add(new CreatedDocument(id, d.Name, d.Content.Length, Convert.ToHexStringLower(d.Sha256)));
             }
@@ -133,7 +125,7 @@ public sealed partial class UploadBatcher
         Func<System.Data.Common.DbDataReader, PlacementFacts>? parse = null;
         for (var j = 0; j < jobs.Count; j++)
         {
-            await NextAsync();
+            await rows.NextRowAsync(ct);
             parse ??= reader.GetRowParser<PlacementFacts>();
             facts[j] = parse(reader);
         }

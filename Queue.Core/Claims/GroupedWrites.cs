@@ -1,18 +1,24 @@
-using Queue.Core.Claims;
+namespace Queue.Core.Claims;
 
-namespace Queue.Core.Jobs;
+/// <summary>The bounds of one group-commit queue (see <see cref="GroupedWrites{TIn, TOut}"/>).</summary>
+/// <param name="MaxPending">Operations waiting, beyond which new ones get 503 at once.</param>
+/// <param name="MaxFlushes">Transactions in flight at once.</param>
+/// <param name="MaxBatch">Operations per transaction at most.</param>
+/// <param name="MaxBytes">About this many bytes per transaction at most (always at least one operation).</param>
+/// <param name="WaitMilliseconds">How long a caller waits for its transaction before it answers 503 with Retry-After.</param>
+internal sealed record GroupLimits(int MaxPending, int MaxFlushes, int MaxBatch, long MaxBytes, int WaitMilliseconds);
 
 /// <summary>
-/// Group commit for one kind of customer write (job creations, small uploads): concurrent callers of this process
-/// queue their operation, and a flush loop writes up to <see cref="JobOptions.SubmissionBatch"/> of them (and about
-/// <see cref="JobOptions.SubmissionBatchBytes"/>) in one transaction. Each caller keeps its own outcome: when a grouped
+/// Group commit for one kind of write (job creations, small uploads, completions): concurrent callers of this process
+/// queue their operation, and a flush loop writes up to <see cref="GroupLimits.MaxBatch"/> of them (and about
+/// <see cref="GroupLimits.MaxBytes"/>) in one transaction. Each caller keeps its own outcome: when a grouped
 /// transaction fails for any reason but a deadlock (the writer retries those whole), its operations are written again
 /// one transaction each, so one caller's constraint error or bad data never fails the others. A caller that leaves
 /// after queueing does not cancel its write: like a dropped connection after a commit, it may have landed, and the
 /// Idempotency-Key retry finds it. Admission is bounded: a slow database gets 503 at once, not a backlog.
 /// </summary>
 internal sealed class GroupedWrites<TIn, TOut>(
-    Func<IReadOnlyList<TIn>, CancellationToken, Task<TOut[]>> write, Func<TIn, long> bytesOf, JobOptions options, string what,
+    Func<IReadOnlyList<TIn>, CancellationToken, Task<TOut[]>> write, Func<TIn, long> bytesOf, GroupLimits limits, string what,
     Action<Exception, int> groupFailed)
 {
     private readonly Lock gate = new();
@@ -25,7 +31,7 @@ internal sealed class GroupedWrites<TIn, TOut>(
         bool start;
         lock (gate)
         {
-            start = GroupCommit.Enqueue(pending, op, ref flushing, options.MaxPendingSubmissions, options.MaxConcurrentSubmissionFlushes, what);
+            start = GroupCommit.Enqueue(pending, op, ref flushing, limits.MaxPending, limits.MaxFlushes, what);
         }
         if (start)
         {
@@ -33,7 +39,7 @@ internal sealed class GroupedWrites<TIn, TOut>(
         }
         try
         {
-            return await op.Result.Task.WaitAsync(TimeSpan.FromMilliseconds(options.DatabaseWaitMilliseconds), ct);
+            return await op.Result.Task.WaitAsync(TimeSpan.FromMilliseconds(limits.WaitMilliseconds), ct);
         }
         catch (TimeoutException)
         {
@@ -53,10 +59,9 @@ internal sealed class GroupedWrites<TIn, TOut>(
                     flushing--;
                     return;
                 }
-                // At most SubmissionBatch operations and about SubmissionBatchBytes per transaction (always one).
                 var n = 1;
                 var bytes = bytesOf(pending[0].Input);
-                while (n < pending.Count && n < options.SubmissionBatch && bytes + bytesOf(pending[n].Input) <= options.SubmissionBatchBytes)
+                while (n < pending.Count && n < limits.MaxBatch && bytes + bytesOf(pending[n].Input) <= limits.MaxBytes)
                 {
                     bytes += bytesOf(pending[n].Input);
                     n++;
