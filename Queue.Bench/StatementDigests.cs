@@ -15,7 +15,7 @@ internal static class StatementDigests
 
     private const string Top = """
         SELECT COUNT_STAR AS Calls, SUM_TIMER_WAIT / 1e9 AS TotalMs, AVG_TIMER_WAIT / 1e6 AS AvgUs,
-               SUM_ROWS_EXAMINED AS RowsExamined, LEFT(REPLACE(DIGEST_TEXT, '\n', ' '), 110) AS Text
+               SUM_ROWS_EXAMINED AS RowsExamined, CONCAT(LEFT(REPLACE(DIGEST_TEXT, '\n', ' '), 70), ' ... ', RIGHT(REPLACE(DIGEST_TEXT, '\n', ' '), 90)) AS Text
         FROM performance_schema.events_statements_summary_by_digest
         ORDER BY SUM_TIMER_WAIT DESC LIMIT @Limit
         """;
