@@ -4,32 +4,50 @@ using Queue.Core.Claims;
 namespace Queue.Api.Work;
 
 /// <summary>
-/// <c>queue_items{tenant,state}</c>, computed when /metrics is served, from the jobs counters (not by scanning items),
-/// and cached briefly so that several scrapers do not multiply the cost. One per app: the gauge is process-wide (the
-/// Prometheus registry is), but each app refreshes it from its own database on its own scrape, so several apps in one
-/// process (tests) never measure each other's.
+/// <c>queue_items{tenant,state}</c>, computed from the jobs counters (not by scanning items) when /metrics is served.
+/// /metrics is anonymous, so its database cost is bounded whatever the scrapers do: one refresh at a time per app
+/// (single flight, not one per scrape), at most one per 2 s, at most 2 s each, and after a slow or failed one the next
+/// waits ten times as long as that one took (at least 10 s after a failure). A scrape waits at most 1 s for a refresh
+/// it started and otherwise serves the last values. One per app: the gauge is process-wide (the Prometheus registry
+/// is), but each app refreshes it from its own database, so several apps in one process (tests) never measure each
+/// other's. See docs/DESIGN.md "Operations".
 /// </summary>
-internal sealed class WorkMetrics(WorkStats stats) : IDisposable
+internal sealed class WorkMetrics(WorkStats stats)
 {
+    private const int FreshMilliseconds = 2000;
+    private const int FailedMilliseconds = 10_000;
+    private static readonly TimeSpan QueryTimeout = TimeSpan.FromSeconds(2);
+    private static readonly TimeSpan ScrapeWait = TimeSpan.FromSeconds(1);
+
     private static readonly Gauge Items = Metrics.CreateGauge("queue_items", "Items per tenant and state (ready counts expired leases).",
         new GaugeConfiguration { LabelNames = ["tenant", "state"] });
 
-    private readonly SemaphoreSlim gate = new(1, 1);
-    private long refreshedAt;
-
-    public void Dispose() => gate.Dispose();
+    private readonly Lock gate = new();
+    private Task? refreshing;
+    private long nextAt;
 
     public async Task RefreshAsync(CancellationToken ct)
     {
-        if (Volatile.Read(ref refreshedAt) is var at && at != 0 && Environment.TickCount64 - at < 2000)
+        Task task;
+        lock (gate)
         {
-            return;
+            if (refreshing is null && Environment.TickCount64 < nextAt)
+            {
+                return;
+            }
+            // Not the scrape's token: a scraper that hangs up does not cancel the refresh the next one will read.
+            task = refreshing ??= Task.Run(RunAsync, CancellationToken.None);
         }
-        await gate.WaitAsync(ct);
+        await Task.WhenAny(task, Task.Delay(ScrapeWait, ct));
+    }
+
+    private async Task RunAsync()
+    {
+        var started = Environment.TickCount64;
+        var ok = false;
         try
         {
-            using var timeout = CancellationTokenSource.CreateLinkedTokenSource(ct);
-            timeout.CancelAfter(TimeSpan.FromSeconds(2));
+            using var timeout = new CancellationTokenSource(QueryTimeout);
             foreach (var t in await stats.ItemCountsAsync(timeout.Token))
             {
                 Items.WithLabels(t.Tenant, "ready").Set(t.Ready);
@@ -38,7 +56,7 @@ internal sealed class WorkMetrics(WorkStats stats) : IDisposable
                 Items.WithLabels(t.Tenant, "dead").Set(t.Dead);
                 Items.WithLabels(t.Tenant, "cancelled").Set(t.Cancelled);
             }
-            Volatile.Write(ref refreshedAt, Environment.TickCount64);
+            ok = true;
         }
         catch (Exception ex) when (ex is MySqlConnector.MySqlException or OperationCanceledException or ObjectDisposedException or InvalidOperationException)
         {
@@ -46,7 +64,12 @@ internal sealed class WorkMetrics(WorkStats stats) : IDisposable
         }
         finally
         {
-            gate.Release();
+            var now = Environment.TickCount64;
+            lock (gate)
+            {
+                nextAt = now + Math.Max(ok ? FreshMilliseconds : FailedMilliseconds, (now - started) * 10);
+                refreshing = null;
+            }
         }
     }
 }
