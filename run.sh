@@ -78,7 +78,8 @@ start() { # name url
   pids+=($!)
 }
 start Queue.Api "$API_URL"
-start Queue.Admin "$ADMIN_URL"
+# The Admin's cookies are HTTPS-only unless told otherwise; this one-machine setup serves plain HTTP on 127.0.0.1.
+Admin__AllowHttp=true start Queue.Admin "$ADMIN_URL"
 start Queue.Scheduler "$SCHED_URL"
 
 healthy() { curl -fsS -o /dev/null --max-time 2 "$1" 2>/dev/null; }

@@ -15,6 +15,8 @@ public static class AdminHosting
         var services = builder.Services;
         services.AddQueueCore();
         services.AddQueueAdmin();
+        // Cookies go over HTTPS only, unless Admin:AllowHttp says this deployment has none (./run.sh on one machine, tests).
+        var cookies = builder.Configuration.GetValue<bool>("Admin:AllowHttp") ? CookieSecurePolicy.SameAsRequest : CookieSecurePolicy.Always;
         services.AddAuthentication(CookieAuthenticationDefaults.AuthenticationScheme)
             .AddCookie(o =>
             {
@@ -24,6 +26,7 @@ public static class AdminHosting
                 o.Cookie.Name = "queue-admin";
                 o.Cookie.HttpOnly = true;
                 o.Cookie.SameSite = SameSiteMode.Strict;
+                o.Cookie.SecurePolicy = cookies;
                 o.SlidingExpiration = true;
                 o.ExpireTimeSpan = TimeSpan.FromHours(8);
             });
@@ -35,6 +38,7 @@ public static class AdminHosting
         {
             o.Cookie.Name = "queue-admin-af";
             o.Cookie.SameSite = SameSiteMode.Strict;
+            o.Cookie.SecurePolicy = cookies;
             o.FormFieldName = "__RequestVerificationToken";
         });
         services.AddRazorPages(o => o.Conventions

@@ -56,6 +56,7 @@ public sealed class ServiceProcess : IAsyncDisposable
         psi.Environment["ConnectionStrings__Queue"] = connectionString;
         psi.Environment["ASPNETCORE_URLS"] = url;
         psi.Environment["Urls"] = url;
+        psi.Environment["Admin__AllowHttp"] = "true"; // plain HTTP on loopback: the Admin's cookies must not demand HTTPS
         foreach (var (k, v) in env ?? new Dictionary<string, string>())
         {
             psi.Environment[k] = v;

@@ -44,10 +44,26 @@ public sealed class TechnicianService(MySqlDataSource db, TimeProvider clock)
         return tech with { Id = id };
     }
 
+    /// <summary>
+    /// One sign-in attempt. Attempts on one login take numbered turns: the technician row is locked for the whole
+    /// attempt (password check included), so parallel guesses are counted one after another and none is checked against
+    /// a stale count. The <see cref="MaxFailures"/>th failure in a row locks the account for <see cref="LockoutTime"/>;
+    /// once a lockout has run out, the count starts again from zero. A guess that cannot get its turn within the lock
+    /// wait timeout counts as locked out: many parallel guesses on one login look like an attack.
+    /// </summary>
     public async Task<(TechnicianSignIn Result, Technician? Technician)> SignInAsync(string login, string password, CancellationToken ct)
     {
         await using var conn = await db.OpenConnectionAsync(ct);
-        var row = await conn.QuerySingleOrDefaultAsync<Row>(new CommandDefinition(TenantSql.TechnicianByLogin, new { Login = login }, cancellationToken: ct));
+        await using var tx = await conn.BeginTransactionAsync(System.Data.IsolationLevel.ReadCommitted, ct);
+        Row? row;
+        try
+        {
+            row = await conn.QuerySingleOrDefaultAsync<Row>(new CommandDefinition(TenantSql.LockTechnicianByLogin, new { Login = login }, tx, cancellationToken: ct));
+        }
+        catch (MySqlException e) when (e.ErrorCode is MySqlErrorCode.LockWaitTimeout or MySqlErrorCode.LockDeadlock)
+        {
+            return (TechnicianSignIn.LockedOut, null);
+        }
         var now = clock.GetUtcNow().UtcDateTime;
         if (row is null)
         {
@@ -59,16 +75,22 @@ public sealed class TechnicianService(MySqlDataSource db, TimeProvider clock)
         {
             return (TechnicianSignIn.LockedOut, null);
         }
+        // A lockout that has run out wipes the count: the next failure is the first of a new run, not the sixth.
+        var failures = row.LockedUntil is null ? row.FailedAttempts : 0;
         var tech = new Technician(row.Id, row.Login);
         var verdict = Hasher.VerifyHashedPassword(tech, row.PasswordHash, password);
         if (verdict == PasswordVerificationResult.Failed)
         {
+            failures++;
+            var locked = failures >= MaxFailures;
             await conn.ExecuteAsync(new CommandDefinition(TenantSql.TechnicianLoginFailed,
-                new { row.Id, MaxFailures, LockUntil = now + LockoutTime }, cancellationToken: ct));
-            return (row.FailedAttempts + 1 >= MaxFailures ? TechnicianSignIn.LockedOut : TechnicianSignIn.Failed, null);
+                new { row.Id, Failures = locked ? 0 : failures, LockedUntil = locked ? now + LockoutTime : (DateTime?)null }, tx, cancellationToken: ct));
+            await tx.CommitAsync(CancellationToken.None);
+            return (locked ? TechnicianSignIn.LockedOut : TechnicianSignIn.Failed, null);
         }
         var hash = verdict == PasswordVerificationResult.SuccessRehashNeeded ? Hasher.HashPassword(tech, password) : row.PasswordHash;
-        await conn.ExecuteAsync(new CommandDefinition(TenantSql.TechnicianLoginSucceeded, new { row.Id, Now = now, PasswordHash = hash }, cancellationToken: ct));
+        await conn.ExecuteAsync(new CommandDefinition(TenantSql.TechnicianLoginSucceeded, new { row.Id, Now = now, PasswordHash = hash }, tx, cancellationToken: ct));
+        await tx.CommitAsync(CancellationToken.None);
         return (TechnicianSignIn.Success, tech);
     }
 

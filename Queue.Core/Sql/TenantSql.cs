@@ -54,17 +54,16 @@ public static class TenantSql
         SELECT LAST_INSERT_ID();
         """;
 
-    public const string TechnicianByLogin = """
+    /// <summary>A sign-in attempt's turn: the technician row locked until the attempt is counted (ux_technicians_login).</summary>
+    public const string LockTechnicianByLogin = """
         SELECT id AS Id, login AS Login, password_hash AS PasswordHash, failed_attempts AS FailedAttempts,
                locked_until AS LockedUntil
-        FROM technicians WHERE login = @Login
+        FROM technicians WHERE login = @Login FOR UPDATE
         """;
 
+    /// <summary>The count after a failed attempt, decided under LockTechnicianByLogin; a lockout starts the count again. PK.</summary>
     public const string TechnicianLoginFailed = """
-        UPDATE technicians
-        SET failed_attempts = failed_attempts + 1,
-            locked_until = IF(failed_attempts + 1 >= @MaxFailures, @LockUntil, locked_until)
-        WHERE id = @Id
+        UPDATE technicians SET failed_attempts = @Failures, locked_until = @LockedUntil WHERE id = @Id
         """;
 
     public const string TechnicianLoginSucceeded = """
