@@ -411,7 +411,11 @@ public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, Time
         return ok;
     }
 
-    /// <summary>Gives back items that were taken but never handed out (reservations, or leases of callers who left).</summary>
+    /// <summary>
+    /// Gives back items that were taken but never handed out (reservations, or leases of callers who left). An item
+    /// whose job was cancelled meanwhile is cancelled instead of made ready: the job has no lanes any more, so a ready
+    /// item would never be claimed and the job's counters would never settle.
+    /// </summary>
     public async Task ReleaseAsync(IReadOnlyList<TakenItem> items, CancellationToken ct)
     {
         if (items.Count == 0)
@@ -441,6 +445,17 @@ public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, Time
                 batch.BatchCommands.Add(cmd);
             }
             await batch.ExecuteNonQueryAsync(c);
+            // A cancel that commits after this read finds these items ready and cancels them itself.
+            var cancelled = await conn.QueryAsync<long>(new CommandDefinition(ClaimSql.CancelledJobsAmong,
+                new { JobIds = items.Select(i => i.JobId).Distinct().ToList() }, tx, cancellationToken: c));
+            foreach (var jobId in cancelled)
+            {
+                var n = await conn.ExecuteAsync(new CommandDefinition(JobSql.CancelReadyItems, new { JobId = jobId, Now = now }, tx, cancellationToken: c));
+                if (n > 0)
+                {
+                    await conn.ExecuteAsync(new CommandDefinition(JobSql.AddCancelled, new { JobId = jobId, Count = n, Now = now }, tx, cancellationToken: c));
+                }
+            }
             await tx.CommitAsync(c);
             return true;
         }, ct);

@@ -118,6 +118,9 @@ public static class ClaimSql
     public const string DeleteLane = "DELETE FROM ordering WHERE job_id = @JobId AND task = @Task";
 
     /// <summary>An item became claimable at @At (a fail's due time, a release): the lane must not hide it.</summary>
+    /// <summary>Which of the jobs of released items were cancelled meanwhile (PRIMARY).</summary>
+    public const string CancelledJobsAmong = "SELECT id FROM jobs WHERE id IN @JobIds AND state = 3";
+
     public const string LowerLaneHint = """
         UPDATE ordering SET available_at = LEAST(available_at, @At) WHERE job_id = @JobId AND task = @Task
         """;
