@@ -77,14 +77,20 @@ public sealed partial class RetentionService(MySqlDataSource db, TimeProvider cl
                 }
                 foreach (var job in batch)
                 {
-                    items += await PurgeAsync(conn, job.Id, MaintenanceSql.ItemBatch, o.RetentionItemBatch,
+                    var (n, whole) = await PurgeAsync(conn, job.Id, cutoff, MaintenanceSql.ItemBatch, o.RetentionItemBatch,
                         [MaintenanceSql.DeleteItemErrors, MaintenanceSql.DeleteItems], o.RetentionPause, ct);
-                    documents += await PurgeAsync(conn, job.Id, MaintenanceSql.DocumentBatch, o.RetentionDocumentBatch,
-                        [MaintenanceSql.DeleteDocumentContent, MaintenanceSql.DeleteDocuments], o.RetentionPause, ct);
+                    items += n;
+                    if (whole)
+                    {
+                        (n, whole) = await PurgeAsync(conn, job.Id, cutoff, MaintenanceSql.DocumentBatch, o.RetentionDocumentBatch,
+                            [MaintenanceSql.DeleteDocumentContent, MaintenanceSql.DeleteDocuments], o.RetentionPause, ct);
+                        documents += n;
+                    }
+                    // A job reopened halfway (an Admin requeue) is left alone; it comes round again when it finishes anew.
                     (cursorAt, cursorId) = (job.FinishedAt, job.Id);
                     await conn.ExecuteAsync(new CommandDefinition(MaintenanceSql.SaveRetentionCursor,
                         new { CursorAt = cursorAt, CursorId = cursorId, Now = clock.GetUtcNow().UtcDateTime }, cancellationToken: ct));
-                    jobs++;
+                    jobs += whole ? 1 : 0;
                     if (clock.GetElapsedTime(started) >= o.RetentionMaxRun)
                     {
                         break;
@@ -110,8 +116,13 @@ public sealed partial class RetentionService(MySqlDataSource db, TimeProvider cl
         return new RetentionResult(jobs, items, documents, snapshots);
     }
 
-    /// <summary>Deletes one job's rows of one kind, a batch per transaction, until none is left.</summary>
-    private static async Task<long> PurgeAsync(MySqlConnection conn, long jobId, string select, int limit, string[] deletes, TimeSpan pause, CancellationToken ct)
+    /// <summary>
+    /// Deletes one job's rows of one kind, a batch per transaction, until none is left; false as soon as the job is no
+    /// longer finished before the cutoff. Each batch first locks the job row and checks it, so an Admin requeue (which
+    /// locks the same row) either comes before a batch, which then stops, or waits until that batch has committed.
+    /// </summary>
+    private static async Task<(long Deleted, bool Whole)> PurgeAsync(MySqlConnection conn, long jobId, DateTime cutoff, string select, int limit,
+        string[] deletes, TimeSpan pause, CancellationToken ct)
     {
         long total = 0;
         while (true)
@@ -119,22 +130,32 @@ public sealed partial class RetentionService(MySqlDataSource db, TimeProvider cl
             var ids = (await conn.QueryAsync<long>(new CommandDefinition(select, new { JobId = jobId, Limit = limit }, cancellationToken: ct))).AsList();
             if (ids.Count == 0)
             {
-                return total;
+                return (total, true);
             }
-            await Retry.OnDeadlockAsync(async c =>
+            var purgeable = await Retry.OnDeadlockAsync(async c =>
             {
                 await using var tx = await conn.BeginReadCommittedAsync(c);
+                if (await conn.ExecuteScalarAsync<long?>(new CommandDefinition(MaintenanceSql.LockPurgeableJob,
+                    new { JobId = jobId, Cutoff = cutoff }, tx, cancellationToken: c)) is null)
+                {
+                    await tx.RollbackAsync(c);
+                    return false;
+                }
                 foreach (var sql in deletes)
                 {
                     await conn.ExecuteAsync(new CommandDefinition(sql, new { Ids = ids }, tx, cancellationToken: c));
                 }
                 await tx.CommitAsync(c);
-                return 0;
+                return true;
             }, ct);
+            if (!purgeable)
+            {
+                return (total, false);
+            }
             total += ids.Count;
             if (ids.Count < limit)
             {
-                return total;
+                return (total, true);
             }
             if (pause > TimeSpan.Zero)
             {

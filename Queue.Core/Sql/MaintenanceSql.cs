@@ -41,6 +41,11 @@ public static class MaintenanceSql
         LIMIT @Limit
         """;
 
+    /// <summary>A purge batch's check: the job is still finished before the cutoff, its row locked against a requeue (PRIMARY).</summary>
+    public const string LockPurgeableJob = """
+        SELECT id FROM jobs WHERE id = @JobId AND state IN (2, 3) AND finished_at < @Cutoff FOR UPDATE
+        """;
+
     public const string ItemBatch = "SELECT id FROM items WHERE job_id = @JobId ORDER BY id LIMIT @Limit";
 
     public const string DeleteItemErrors = "DELETE FROM item_errors WHERE item_id IN @Ids";

@@ -61,6 +61,42 @@ public sealed class MaintenanceTests
     }
 
     [Fact]
+    public async Task A_job_requeued_between_two_purge_batches_stops_the_purge_and_keeps_its_remaining_items_and_every_document()
+    {
+        await using var db = await FreshDatabase.CreateAsync();
+        var bed = OrderingTestbed.At(db.DataSource, Now.AddDays(-40));
+        var tenant = await db.NewTenantAsync();
+        var job = await bed.NewJobAsync(tenant, 30, ["text"], done: 30);
+        await using var conn = await db.DataSource.OpenConnectionAsync();
+        await conn.ExecuteAsync("UPDATE jobs SET state = 2, finished_at = @At WHERE id = @Id", new { Id = job, At = Now.AddDays(-31).UtcDateTime });
+        bed.Clock.SetUtcNow(Now);
+        // Batches of 5 items with a pause between them: time to requeue after the first.
+        var retention = new RetentionService(db.DataSource, bed.Clock,
+            Options.Create(new MaintenanceOptions { RetentionItemBatch = 5, RetentionDocumentBatch = 5, RetentionPause = TimeSpan.FromSeconds(1) }),
+            NullLogger<RetentionService>.Instance);
+
+        var run = retention.RunAsync(default);
+        for (var i = 0; i < 200 && await conn.ExecuteScalarAsync<int>("SELECT COUNT(*) FROM items WHERE job_id = @Id", new { Id = job }) == 30; i++)
+        {
+            await Task.Delay(10);
+        }
+        // What an Admin requeue does to the job row, under the same row lock: the job is active again.
+        await using (var tx = await conn.BeginTransactionAsync())
+        {
+            await conn.ExecuteAsync("SELECT id FROM jobs WHERE id = @Id FOR UPDATE", new { Id = job }, tx);
+            await conn.ExecuteAsync("UPDATE items SET state = 0 WHERE job_id = @Id", new { Id = job }, tx);
+            await conn.ExecuteAsync("UPDATE jobs SET state = 1, finished_at = NULL, items_done = 0 WHERE id = @Id", new { Id = job }, tx);
+            await tx.CommitAsync();
+        }
+        var result = await run;
+
+        Assert.Equal(0, result.Jobs);
+        Assert.Equal(25, await conn.ExecuteScalarAsync<int>("SELECT COUNT(*) FROM items WHERE job_id = @Id", new { Id = job }));
+        Assert.Equal(30, await conn.ExecuteScalarAsync<int>("SELECT COUNT(*) FROM documents WHERE job_id = @Id", new { Id = job }));
+        Assert.Equal(0, await conn.ExecuteScalarAsync<int>("SELECT COUNT(*) FROM items i LEFT JOIN documents d ON d.id = i.document_id WHERE i.job_id = @Id AND d.id IS NULL", new { Id = job }));
+    }
+
+    [Fact]
     public async Task Expired_leases_of_a_cancelled_job_become_cancelled_and_live_ones_are_left_to_finish()
     {
         await using var db = await FreshDatabase.CreateAsync();
