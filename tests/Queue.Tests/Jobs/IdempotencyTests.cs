@@ -32,6 +32,33 @@ public sealed class IdempotencyTests(ApiFixture fx) : IClassFixture<ApiFixture>
     }
 
     [Fact]
+    public async Task Ten_sends_of_one_key_three_of_them_at_once_make_one_job_and_another_tenant_may_use_the_same_key()
+    {
+        var (tenant, key) = await fx.NewCustomerAsync();
+        var http = fx.Api.ClientWithKey(key);
+        const string body = """{"name":"retried","tasks":["text"],"documents":[{"name":"a","content":"aGVsbG8="}]}""";
+
+        var concurrent = await Task.WhenAll(Enumerable.Range(0, 3).Select(_ => http.SendAsync(Post("/jobs", body, "retry-storm"))));
+        var sequential = new List<HttpResponseMessage>();
+        for (var i = 0; i < 7; i++)
+        {
+            sequential.Add(await http.SendAsync(Post("/jobs", body, "retry-storm")));
+        }
+
+        // A send that overlaps the first one may be told to retry (409); none creates a second job.
+        Assert.All(concurrent, r => Assert.Contains(r.StatusCode, new[] { HttpStatusCode.Created, HttpStatusCode.Conflict }));
+        Assert.Contains(concurrent, r => r.StatusCode == HttpStatusCode.Created);
+        Assert.All(sequential, r => Assert.Equal(HttpStatusCode.Created, r.StatusCode));
+        Assert.Single(concurrent.Concat(sequential).Where(r => r.StatusCode == HttpStatusCode.Created).Select(r => r.Headers.Location).Distinct());
+        Assert.Equal(1, await fx.CountAsync("SELECT COUNT(*) FROM jobs WHERE tenant_id = @Id", new { tenant.Id }));
+        // A different body under the key is refused; the same key in another tenant is its own.
+        Assert.Equal((HttpStatusCode)422, (await http.SendAsync(Post("/jobs", body.Replace("retried", "other", StringComparison.Ordinal), "retry-storm"))).StatusCode);
+        var (other, otherKey) = await fx.NewCustomerAsync();
+        Assert.Equal(HttpStatusCode.Created, (await fx.Api.ClientWithKey(otherKey).SendAsync(Post("/jobs", body, "retry-storm"))).StatusCode);
+        Assert.Equal(1, await fx.CountAsync("SELECT COUNT(*) FROM jobs WHERE tenant_id = @Id", new { other.Id }));
+    }
+
+    [Fact]
     public async Task The_replay_is_the_stored_answer_even_after_the_job_changed()
     {
         var (_, key) = await fx.NewCustomerAsync();
