@@ -180,8 +180,7 @@ public sealed class JobActions(MySqlDataSource db, OrderingLanes lanes, TimeProv
             var before = await SnapshotAsync(conn, tx, job, c);
             // The customer DELETE's own statements (JobSql), inside this transaction so the audit row commits with them.
             await conn.ExecuteAsync(new CommandDefinition(JobSql.CancelJob, new { JobId = jobId, job.TenantId, Now = now }, tx, cancellationToken: c));
-            var count = await conn.ExecuteAsync(new CommandDefinition(JobSql.CancelReadyItems, new { JobId = jobId, Now = now }, tx, cancellationToken: c));
-            await conn.ExecuteAsync(new CommandDefinition(JobSql.AddCancelled, new { JobId = jobId, Count = count, Now = now }, tx, cancellationToken: c));
+            var count = await Jobs.JobCancellation.CancelReadyItemsAsync(conn, tx, jobId, now, c);
             await OrderingLanes.RemoveJobAsync(conn, tx, jobId, c);
             var fresh = await LockJobAsync(conn, tx, jobId, c);
             var after = await SnapshotAsync(conn, tx, fresh!, c) with { ItemsChanged = count };

@@ -450,11 +450,7 @@ public sealed class ClaimEngine(MySqlDataSource db, ILaneSelector selector, Time
                 new { JobIds = items.Select(i => i.JobId).Distinct().ToList() }, tx, cancellationToken: c));
             foreach (var jobId in cancelled)
             {
-                var n = await conn.ExecuteAsync(new CommandDefinition(JobSql.CancelReadyItems, new { JobId = jobId, Now = now }, tx, cancellationToken: c));
-                if (n > 0)
-                {
-                    await conn.ExecuteAsync(new CommandDefinition(JobSql.AddCancelled, new { JobId = jobId, Count = n, Now = now }, tx, cancellationToken: c));
-                }
+                await Jobs.JobCancellation.CancelReadyItemsAsync(conn, tx, jobId, now, c);
             }
             await tx.CommitAsync(c);
             return true;

@@ -291,11 +291,7 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, OrderingL
                     new { JobId = jobId, TenantId = tenantId }, cancellationToken: ct));
                 return job is null ? Outcome.NotFound : Outcome.Ok; // already done or cancelled: nothing changes
             }
-            var cancelled = await conn.ExecuteAsync(new CommandDefinition(JobSql.CancelReadyItems, new { JobId = jobId, Now = now }, tx, cancellationToken: ct));
-            if (cancelled > 0)
-            {
-                await conn.ExecuteAsync(new CommandDefinition(JobSql.AddCancelled, new { JobId = jobId, Count = cancelled, Now = now }, tx, cancellationToken: ct));
-            }
+            await JobCancellation.CancelReadyItemsAsync(conn, tx, jobId, now, ct);
             await OrderingLanes.RemoveJobAsync(conn, tx, jobId, ct);
             await tx.CommitAsync(ct);
             return Outcome.Ok;

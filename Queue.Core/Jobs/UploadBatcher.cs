@@ -17,7 +17,8 @@ public sealed record SmallUpload(long TenantId, long JobId, IReadOnlyList<string
 {
     public string TasksJson { get; } = JobValidation.TasksJson(Tasks);
 
-    public long Bytes => Documents.Sum(d => (long)d.Content.Length + d.Name.Length + 64);
+    /// <summary>Bytes this upload sends to the database, for the group's size cap (read under the batcher's lock).</summary>
+    public long Bytes { get; } = Documents.Sum(d => (long)d.Content.Length + d.Name.Length + 64);
 }
 
 /// <summary>
