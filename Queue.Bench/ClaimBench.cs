@@ -48,7 +48,7 @@ public static class ClaimBench
         await SeedAsync(db, tenant.Id, "q10k", jobs: 10, perJob: 1000);
 
         // Figure 1: the raw claim transaction. Every claim leases one item in its own READ COMMITTED transaction.
-        var engine = new ClaimEngine(db, new SeedLaneSelector(), TimeProvider.System, new ClaimCounters(), new LaneJanitor(db, Microsoft.Extensions.Logging.Abstractions.NullLogger<LaneJanitor>.Instance));
+        var engine = new ClaimEngine(db, new SeedLaneSelector(), TimeProvider.System, new ClaimCounters());
         var raw = new Dictionary<int, (double Rate, HistogramBase Latency)>();
         foreach (var n in Concurrency)
         {

@@ -69,7 +69,7 @@ public static class RewriteBench
         Report.Row($"(1) rewrite, {ranked / 1000}k jobs, no load", ranked / (alone.GetMean() / 1e6), alone, 0, "jobs/s");
 
         // Figure 2: claims without and during rewrites.
-        var engine = new ClaimEngine(db, new SeedLaneSelector(), TimeProvider.System, new ClaimCounters(), new LaneJanitor(db, Microsoft.Extensions.Logging.Abstractions.NullLogger<LaneJanitor>.Instance));
+        var engine = new ClaimEngine(db, new SeedLaneSelector(), TimeProvider.System, new ClaimCounters());
         await ClaimAsync(engine, db, claimers, TimeSpan.FromSeconds(2), null); // warm-up
         var quiet = await ClaimAsync(engine, db, claimers, TimeSpan.FromSeconds(seconds), null);
         Report.Row($"(2) claims, {claimers} claimers, no rewrite", quiet.Rate, quiet.Latency, 0, "claims/s");

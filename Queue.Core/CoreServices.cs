@@ -3,6 +3,7 @@ using Microsoft.Extensions.DependencyInjection.Extensions;
 using Queue.Core.Claims;
 using Queue.Core.Data;
 using Queue.Core.Fairness;
+using Queue.Core.Hosting;
 using Queue.Core.Jobs;
 using Queue.Core.Ordering;
 using Queue.Core.Security;
@@ -16,6 +17,8 @@ public static class CoreServices
     {
         services.AddQueueDatabase();
         services.TryAddSingleton(TimeProvider.System);
+        services.TryAddSingleton<BackgroundWork>();
+        services.AddHostedService<BackgroundWorkHost>();
         services.AddOptions<OrderingOptions>().BindConfiguration("Ordering")
             .Validate(o => o.IsValid(), "Ordering: Period must be 1 s to 1 day, Policy seed or tenant-fair, TimeZone a known zone")
             .ValidateOnStart();

@@ -1,5 +1,6 @@
 using Prometheus;
 using Queue.Core.Fairness;
+using Queue.Core.Hosting;
 
 namespace Queue.Api.Fairness;
 
@@ -34,27 +35,15 @@ public sealed partial class FairnessExporter(IServiceProvider services, TimeProv
         // Resolved here, not in the constructor: the data source exists only once DatabaseBootstrap has run at start-up.
         var monitor = services.GetRequiredService<FairnessMonitor>();
         var nextReport = clock.GetUtcNow() + TimeSpan.FromMinutes(1);
-        while (!stoppingToken.IsCancellationRequested)
+        await PeriodicLoop.RunAsync(FairnessMonitor.SampleEvery, async ct =>
         {
-            try
+            await monitor.SampleAsync(ct);
+            if (clock.GetUtcNow() >= nextReport)
             {
-                await Task.Delay(FairnessMonitor.SampleEvery, clock, stoppingToken);
-                await monitor.SampleAsync(stoppingToken);
-                if (clock.GetUtcNow() >= nextReport)
-                {
-                    nextReport = clock.GetUtcNow() + TimeSpan.FromMinutes(1);
-                    Publish(await monitor.ReportAsync(stoppingToken));
-                }
+                nextReport = clock.GetUtcNow() + TimeSpan.FromMinutes(1);
+                Publish(await monitor.ReportAsync(ct));
             }
-            catch (OperationCanceledException) when (stoppingToken.IsCancellationRequested)
-            {
-                return;
-            }
-            catch (Exception ex) when (ex is MySqlConnector.MySqlException or TimeoutException or InvalidOperationException)
-            {
-                LogFailed(logger, ex);
-            }
-        }
+        }, ex => LogFailed(logger, ex), stoppingToken, clock);
     }
 
     private static void Publish(FairnessSnapshot s)

@@ -87,7 +87,7 @@ public static partial class Problems
                 BadHttpRequestException b when b.InnerException is JsonException j => (400, "Malformed JSON", ValidationDetail(JsonErrors(j)), JsonErrors(j)),
                 BadHttpRequestException b => (b.StatusCode, "Bad Request", b.Message, null),
                 JsonException j => (400, "Malformed JSON", ValidationDetail(JsonErrors(j)), JsonErrors(j)),
-                Core.Claims.ServiceBusyException busy => (503, "Service Unavailable", busy.Message + "; retry later", null),
+                Core.Data.ServiceBusyException busy => (503, "Service Unavailable", busy.Message + "; retry later", null),
                 // A deadlock or lock wait that outlived its retries rolled everything back: safe to retry.
                 MySqlException m when Retry.IsTransient(m) => (503, "Service Unavailable", "the database is busy; nothing was changed, retry later", null),
                 MySqlException m when IsUnavailable(m) => (503, "Service Unavailable", "the database is unavailable or overloaded; retry later", null),

@@ -1,4 +1,3 @@
-using System.Diagnostics;
 using System.Text.Json;
 using System.Text.Json.Serialization;
 using Microsoft.AspNetCore.Http.HttpResults;
@@ -6,7 +5,8 @@ using Microsoft.AspNetCore.Mvc;
 using Queue.Api.Infrastructure;
 using Queue.Core;
 using Queue.Core.Claims;
-using Queue.Core.Fairness;
+using Queue.Core.Data;
+using Queue.Core.Work;
 
 namespace Queue.Api.Work;
 
@@ -17,7 +17,7 @@ public static class WorkerApi
 
     public static IServiceCollection AddWorkerApi(this IServiceCollection services)
     {
-        services.AddClaims();
+        services.AddWork();
         services.AddSingleton<WorkMetrics>();
         services.ConfigureHttpJsonOptions(o => o.SerializerOptions.TypeInfoResolverChain.Insert(0, WorkJsonContext.Default));
         return services;
@@ -43,7 +43,7 @@ public static class WorkerApi
 
     private static async Task<Results<Ok<NextResponse>, NoContent, ValidationProblem, ProblemHttpResult>> NextAsync(
         [FromBody(EmptyBodyBehavior = Microsoft.AspNetCore.Mvc.ModelBinding.EmptyBodyBehavior.Allow)] NextRequest? body,
-        ClaimDispatcher claims, WorkSignal signal, WorkStats stats, FairnessMonitor fairness, HttpContext http, CancellationToken ct)
+        NextService next, HttpContext http, CancellationToken ct)
     {
         body ??= new NextRequest(null, null, null, null, null);
         var errors = Validate(body);
@@ -53,29 +53,15 @@ public static class WorkerApi
         }
         var worker = string.IsNullOrEmpty(body.Worker) ? null : body.Worker;
         var request = new ClaimRequest(worker, (body.Tasks ?? []).Distinct(StringComparer.Ordinal).ToList(), body.Max ?? 1, body.Lease ?? 300);
-        stats.Seen(worker);
-        var started = Stopwatch.GetTimestamp();
-        var wait = TimeSpan.FromSeconds(body.Wait ?? 0);
         try
         {
-            while (true)
+            var items = await next.NextAsync(request, TimeSpan.FromSeconds(body.Wait ?? 0), ct);
+            if (items.Count == 0)
             {
-                // Taken before looking, so an upload that lands between the look and the wait still wakes us.
-                var observed = signal.Next;
-                var items = await claims.ClaimAsync(request, ct);
-                if (items.Count > 0)
-                {
-                    ApiMetrics.Claims.Inc(items.Count);
-                    fairness.Claimed(items);
-                    return TypedResults.Ok(new NextResponse(items.Select(ToDto).ToList()));
-                }
-                var remaining = wait - Stopwatch.GetElapsedTime(started);
-                if (remaining <= TimeSpan.Zero)
-                {
-                    return TypedResults.NoContent();
-                }
-                await signal.WaitAsync(observed, remaining, ct);
+                return TypedResults.NoContent();
             }
+            ApiMetrics.Claims.Inc(items.Count);
+            return TypedResults.Ok(new NextResponse(items.Select(ToDto).ToList()));
         }
         catch (ServiceBusyException ex)
         {
@@ -83,19 +69,19 @@ public static class WorkerApi
         }
     }
 
-    private static async Task<Results<PushStreamHttpResult, ProblemHttpResult>> DocumentAsync(long id, HttpContext http, ClaimEngine engine, CancellationToken ct)
+    private static async Task<Results<PushStreamHttpResult, ProblemHttpResult>> DocumentAsync(long id, HttpContext http, LeaseService leases, CancellationToken ct)
     {
         if (!TryToken(http.Request.Headers[LeaseTokenHeader].ToString(), out var token))
         {
             return Problems.Conflict($"send the '{LeaseTokenHeader}' header of a live lease on this item");
         }
-        var (outcome, doc) = await engine.DocumentAsync(new LeaseRef(id, token), ct);
+        var (outcome, doc) = await leases.DocumentAsync(new LeaseRef(id, token), ct);
         if (outcome != FinishOutcome.Done || doc is null)
         {
             return Refused(outcome);
         }
         http.Response.ContentLength = doc.Size;
-        return TypedResults.Stream(stream => engine.CopyDocumentAsync(doc.Id, stream, ct), doc.ContentType);
+        return TypedResults.Stream(stream => leases.CopyDocumentAsync(doc.Id, stream, ct), doc.ContentType);
     }
 
     private static async Task<Results<NoContent, ValidationProblem, ProblemHttpResult>> CompleteAsync(long id, CompleteRequest? body,
@@ -125,7 +111,7 @@ public static class WorkerApi
         }
     }
 
-    private static async Task<Results<NoContent, ValidationProblem, ProblemHttpResult>> FailAsync(long id, FailRequest? body, ClaimEngine engine, CancellationToken ct)
+    private static async Task<Results<NoContent, ValidationProblem, ProblemHttpResult>> FailAsync(long id, FailRequest? body, LeaseService leases, CancellationToken ct)
     {
         var errors = new Dictionary<string, string[]>();
         if (body?.LeaseToken is null)
@@ -144,11 +130,11 @@ public static class WorkerApi
         {
             return Problems.Conflict("the lease token is not a live lease on this item");
         }
-        var (outcome, _, _) = await engine.FailAsync(new LeaseRef(id, token), body.Error ?? "", body.Retry ?? true, ct);
+        var (outcome, _, _) = await leases.FailAsync(new LeaseRef(id, token), body.Error ?? "", body.Retry ?? true, ct);
         return outcome == FinishOutcome.Done ? TypedResults.NoContent() : Refused(outcome);
     }
 
-    private static async Task<Results<Ok<ExtendResponse>, ValidationProblem, ProblemHttpResult>> ExtendAsync(long id, ExtendRequest? body, ClaimEngine engine, CancellationToken ct)
+    private static async Task<Results<Ok<ExtendResponse>, ValidationProblem, ProblemHttpResult>> ExtendAsync(long id, ExtendRequest? body, LeaseService leases, CancellationToken ct)
     {
         var errors = new Dictionary<string, string[]>();
         if (body?.LeaseToken is null)
@@ -167,7 +153,7 @@ public static class WorkerApi
         {
             return Problems.Conflict("the lease token is not a live lease on this item");
         }
-        var (outcome, expires) = await engine.ExtendAsync(new LeaseRef(id, token), body.Lease ?? 300, null, ct);
+        var (outcome, expires) = await leases.ExtendAsync(new LeaseRef(id, token), body.Lease ?? 300, null, ct);
         return outcome == FinishOutcome.Done ? TypedResults.Ok(new ExtendResponse(expires)) : Refused(outcome);
     }
 

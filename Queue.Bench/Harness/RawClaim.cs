@@ -14,14 +14,7 @@ public static class RawClaim
     public static async Task OnceAsync(ClaimEngine engine, MySqlDataSource db, string[] tasks, string worker)
     {
         var now = DateTime.UtcNow;
-        var got = await Retry.OnDeadlockAsync(async c =>
-        {
-            await using var conn = await db.OpenConnectionAsync(c);
-            await using var tx = await conn.BeginReadCommittedAsync(c);
-            var taken = await engine.TakeAsync(conn, tx, tasks, [new ClaimSlot(worker, now.AddMinutes(30), false)], now, c);
-            await tx.CommitAsync(c);
-            return taken.Count;
-        }, CancellationToken.None);
+        var got = (await engine.TakeAsync(tasks, [new ClaimSlot(worker, now.AddMinutes(30), false)], CancellationToken.None)).Count;
         if (got == 0)
         {
             throw new InvalidOperationException($"the {string.Join(',', tasks)} lanes ran dry: seed more items");

@@ -5,6 +5,7 @@ using Microsoft.Extensions.Options;
 using Microsoft.Extensions.Time.Testing;
 using MySqlConnector;
 using Queue.Core.Claims;
+using Queue.Core.Hosting;
 using Queue.Core.Data;
 using Queue.Core.Fairness;
 using Queue.Core.Ordering;
@@ -44,7 +45,8 @@ public sealed class Simulation(Scenario scenario, string policy, string connecti
             "fifo" => new FifoLaneSelector(),
             _ => new SeedLaneSelector(),
         };
-        var engine = new ClaimEngine(db, selector, clock, new ClaimCounters(), new LaneJanitor(db, Microsoft.Extensions.Logging.Abstractions.NullLogger<LaneJanitor>.Instance));
+        var engine = new ClaimEngine(db, selector, clock, new ClaimCounters());
+        var leases = new LeaseService(db, clock, new LaneJanitor(db, new BackgroundWork(), NullLogger<LaneJanitor>.Instance));
 
         var tenantService = new TenantService(db, clock);
         var ids = new Dictionary<string, long>(StringComparer.Ordinal);
@@ -90,7 +92,7 @@ public sealed class Simulation(Scenario scenario, string policy, string connecti
             }
             if (done.Count > 0)
             {
-                await engine.CompleteAsync(done.Select(d => new LeaseRef(d.Id, d.Token)).ToList(), ct);
+                await leases.CompleteAsync(done.Select(d => new LeaseRef(d.Id, d.Token)).ToList(), ct);
                 foreach (var g in Runs(done))
                 {
                     trace.Add(new TraceEvent(now, TraceKind.Completed, g.Tenant, g.Job, g.Count));
@@ -102,14 +104,7 @@ public sealed class Simulation(Scenario scenario, string policy, string connecti
             if (free > 0 && maybeWork)
             {
                 var slots = Enumerable.Range(0, free).Select(i => new ClaimSlot($"w{i}", now.AddMinutes(5), Reservation: false)).ToList();
-                var taken = await Retry.OnDeadlockAsync(async c =>
-                {
-                    await using var conn = await db.OpenConnectionAsync(c);
-                    await using var tx = await conn.BeginReadCommittedAsync(c);
-                    var got = await engine.TakeAsync(conn, tx, [], slots, now, c);
-                    await tx.CommitAsync(c);
-                    return got;
-                }, ct);
+                var taken = await engine.TakeAsync([], slots, ct);
                 foreach (var item in taken)
                 {
                     running.Enqueue(item, now + scenario.ItemTime);

@@ -4,6 +4,7 @@ using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Options;
 using MySqlConnector;
+using Queue.Core.Hosting;
 using Queue.Core.Sql;
 
 namespace Queue.Core.Claims;
@@ -35,77 +36,28 @@ public sealed partial class ClaimBackgroundService(IServiceProvider services, Wo
         return Task.WhenAll(PollLoopAsync(stoppingToken), MaintenanceLoopAsync(stoppingToken), StatsLoopAsync(stoppingToken));
     }
 
-    private async Task PollLoopAsync(CancellationToken ct)
-    {
-        var interval = TimeSpan.FromMilliseconds(options.Value.PollMilliseconds);
-        while (!ct.IsCancellationRequested)
+    private Task PollLoopAsync(CancellationToken ct) =>
+        PeriodicLoop.RunAsync(TimeSpan.FromMilliseconds(options.Value.PollMilliseconds), async c =>
         {
-            try
+            if (signal.Waiters > 0)
             {
-                await Task.Delay(interval, ct);
-                if (signal.Waiters > 0)
+                await using var conn = await db.OpenConnectionAsync(c);
+                var any = await conn.ExecuteScalarAsync<long>(new CommandDefinition(ClaimSql.AnyLaneAvailable,
+                    new { Now = clock.GetUtcNow().UtcDateTime }, cancellationToken: c));
+                if (any > 0)
                 {
-                    await using var conn = await db.OpenConnectionAsync(ct);
-                    var any = await conn.ExecuteScalarAsync<long>(new CommandDefinition(ClaimSql.AnyLaneAvailable,
-                        new { Now = clock.GetUtcNow().UtcDateTime }, cancellationToken: ct));
-                    if (any > 0)
-                    {
-                        signal.Notify();
-                    }
+                    signal.Notify();
                 }
             }
-            catch (OperationCanceledException) when (ct.IsCancellationRequested)
-            {
-                return;
-            }
-            catch (Exception ex) when (ex is MySqlException or TimeoutException or InvalidOperationException)
-            {
-                LogBackgroundFailed(logger, ex, "poll");
-            }
-        }
-    }
+        }, ex => LogBackgroundFailed(logger, ex, "poll"), ct);
 
-    private async Task MaintenanceLoopAsync(CancellationToken ct)
-    {
-        var interval = TimeSpan.FromMilliseconds(Math.Max(50, options.Value.PrefetchHoldMilliseconds / 4));
-        while (!ct.IsCancellationRequested)
-        {
-            try
-            {
-                await Task.Delay(interval, ct);
-                await dispatcher.ReleaseStaleAsync(all: false, ct);
-            }
-            catch (OperationCanceledException) when (ct.IsCancellationRequested)
-            {
-                return;
-            }
-            catch (Exception ex) when (ex is MySqlException or TimeoutException or InvalidOperationException)
-            {
-                LogBackgroundFailed(logger, ex, "release");
-            }
-        }
-    }
+    private Task MaintenanceLoopAsync(CancellationToken ct) =>
+        PeriodicLoop.RunAsync(TimeSpan.FromMilliseconds(Math.Max(50, options.Value.PrefetchHoldMilliseconds / 4)),
+            c => dispatcher.ReleaseStaleAsync(all: false, c), ex => LogBackgroundFailed(logger, ex, "release"), ct);
 
-    private async Task StatsLoopAsync(CancellationToken ct)
-    {
-        var interval = TimeSpan.FromMilliseconds(options.Value.StatsFlushMilliseconds);
-        while (!ct.IsCancellationRequested)
-        {
-            try
-            {
-                await Task.Delay(interval, ct);
-                await stats.FlushAsync(ct);
-            }
-            catch (OperationCanceledException) when (ct.IsCancellationRequested)
-            {
-                return;
-            }
-            catch (Exception ex) when (ex is MySqlException or TimeoutException or InvalidOperationException)
-            {
-                LogBackgroundFailed(logger, ex, "stats");
-            }
-        }
-    }
+    private Task StatsLoopAsync(CancellationToken ct) =>
+        PeriodicLoop.RunAsync(TimeSpan.FromMilliseconds(options.Value.StatsFlushMilliseconds), stats.FlushAsync,
+            ex => LogBackgroundFailed(logger, ex, "stats"), ct);
 
     public override async Task StopAsync(CancellationToken cancellationToken)
     {
@@ -127,6 +79,6 @@ public sealed partial class ClaimBackgroundService(IServiceProvider services, Wo
         }
     }
 
-    [LoggerMessage(Level = LogLevel.Warning, Message = "Claim background work ({What}) failed; it is retried")]
+    [LoggerMessage(EventId = 3003, Level = LogLevel.Warning, Message = "Claim background work ({What}) failed; it is retried")]
     private static partial void LogBackgroundFailed(ILogger logger, Exception exception, string what);
 }

@@ -14,11 +14,11 @@ public static class ClaimServices
         services.AddOptions<ClaimOptions>().BindConfiguration("Claims")
             .Validate(o => o.IsValid(), "Claims: Prefetch 0-10000, ReservationSeconds 2-300, PrefetchHoldMilliseconds below half the reservation, positive limits")
             .ValidateOnStart();
-        services.TryAddSingleton<WorkSignal>();
         services.TryAddSingleton<ILaneSelector, SeedLaneSelector>();
         services.TryAddSingleton<ClaimCounters>();
         services.TryAddSingleton<LaneJanitor>();
         services.TryAddSingleton<ClaimEngine>();
+        services.TryAddSingleton<LeaseService>();
         services.TryAddSingleton<WorkStats>();
         services.TryAddSingleton<ClaimDispatcher>();
         services.TryAddSingleton<CompletionBatcher>();

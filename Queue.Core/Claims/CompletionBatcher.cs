@@ -1,5 +1,7 @@
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Options;
+using Queue.Core.Data;
+using Queue.Core.Hosting;
 
 namespace Queue.Core.Claims;
 
@@ -13,12 +15,12 @@ public sealed partial class CompletionBatcher
 {
     private readonly GroupedWrites<LeaseRef, FinishOutcome> writes;
 
-    public CompletionBatcher(ClaimEngine engine, IOptions<ClaimOptions> options, WorkStats stats, ILogger<CompletionBatcher> logger)
+    public CompletionBatcher(LeaseService leases, IOptions<ClaimOptions> options, WorkStats stats, BackgroundWork host, ILogger<CompletionBatcher> logger)
     {
         var o = options.Value;
-        writes = new(async (leases, ct) =>
+        writes = new(host, async (batch, ct) =>
         {
-            var (outcomes, byTenant) = await engine.CompleteAsync(leases, ct);
+            var (outcomes, byTenant) = await leases.CompleteAsync(batch, ct);
             foreach (var (tenant, n) in byTenant)
             {
                 stats.Completed(tenant, n);
@@ -31,6 +33,6 @@ public sealed partial class CompletionBatcher
     /// <summary>Not cancelled with the request: once queued, the completion is written whether or not the caller waits.</summary>
     public Task<FinishOutcome> CompleteAsync(LeaseRef lease, CancellationToken ct) => writes.RunAsync(lease, ct);
 
-    [LoggerMessage(Level = LogLevel.Warning, Message = "A completion transaction for {Count} leases failed; writing them one by one")]
+    [LoggerMessage(EventId = 3002, Level = LogLevel.Warning, Message = "A completion transaction for {Count} leases failed; writing them one by one")]
     private static partial void LogFlushFailed(ILogger logger, Exception exception, int count);
 }

@@ -2,6 +2,7 @@ using Dapper;
 using Microsoft.Extensions.Logging;
 using MySqlConnector;
 using Queue.Core.Data;
+using Queue.Core.Hosting;
 using Queue.Core.Sql;
 
 namespace Queue.Core.Claims;
@@ -13,15 +14,24 @@ namespace Queue.Core.Claims;
 /// itself, an upload gives the job work again, and a claim that finds a lane empty deletes it. Jobs are taken from a
 /// bounded queue by one loop at a time, up to <see cref="MaxJobs"/> per transaction.
 /// </summary>
-public sealed partial class LaneJanitor(MySqlDataSource db, ILogger<LaneJanitor> logger)
+public sealed partial class LaneJanitor : IDrainable
 {
     public const int MaxJobs = 512;
     private static readonly TimeSpan Linger = TimeSpan.FromMilliseconds(50);
     private const int MaxQueued = 100_000;
 
+    private readonly MySqlDataSource db;
+    private readonly ILogger<LaneJanitor> logger;
     private readonly Lock gate = new();
     private readonly List<long> queued = [];
     private bool running;
+
+    public LaneJanitor(MySqlDataSource db, BackgroundWork host, ILogger<LaneJanitor> logger)
+    {
+        this.db = db;
+        this.logger = logger;
+        host.Track(this);
+    }
 
     /// <summary>Queues jobs whose counters showed no active item when their completion committed.</summary>
     public void RanDry(IReadOnlyCollection<long> jobIds)
@@ -46,7 +56,7 @@ public sealed partial class LaneJanitor(MySqlDataSource db, ILogger<LaneJanitor>
         _ = Task.Run(LoopAsync, CancellationToken.None);
     }
 
-    /// <summary>Removes the lanes of queued jobs now and waits for a removal in flight; for tests and shutdown.</summary>
+    /// <summary>Removes the lanes of queued jobs now and waits for a removal in flight (tests, and the host when it stops).</summary>
     public async Task DrainAsync(CancellationToken ct)
     {
         var giveUp = DateTime.UtcNow.AddSeconds(30);
@@ -136,6 +146,6 @@ public sealed partial class LaneJanitor(MySqlDataSource db, ILogger<LaneJanitor>
             return lanes.Count;
         }, ct);
 
-    [LoggerMessage(Level = LogLevel.Warning, Message = "Removing the lanes of {Count} jobs that ran dry failed; claims will remove them when they find them empty")]
+    [LoggerMessage(EventId = 3004, Level = LogLevel.Warning, Message = "Removing the lanes of {Count} jobs that ran dry failed; claims will remove them when they find them empty")]
     private static partial void LogFailed(ILogger logger, Exception exception, int count);
 }

@@ -29,25 +29,32 @@ public static class JobStates
     };
 }
 
+/// <summary>Stored item state numbers (docs/DESIGN.md "States") and their names in the contract.</summary>
 public static class ItemStates
 {
+    public const int Ready = 0;
+    public const int Leased = 1;
+    public const int Done = 2;
+    public const int Dead = 3;
+    public const int Cancelled = 4;
+
     public static string Name(int state) => state switch
     {
-        0 => "ready",
-        1 => "leased",
-        2 => "done",
-        3 => "dead",
-        4 => "cancelled",
+        Ready => "ready",
+        Leased => "leased",
+        Done => "done",
+        Dead => "dead",
+        Cancelled => "cancelled",
         _ => "unknown",
     };
 
     public static int? Parse(string name) => name switch
     {
-        "ready" => 0,
-        "leased" => 1,
-        "done" => 2,
-        "dead" => 3,
-        "cancelled" => 4,
+        "ready" => Ready,
+        "leased" => Leased,
+        "done" => Done,
+        "dead" => Dead,
+        "cancelled" => Cancelled,
         _ => null,
     };
 }

@@ -40,7 +40,7 @@ public sealed class JobOptions
     /// </summary>
     public int GroupedUploadBytes { get; set; } = 64 * 1024;
 
-    internal Claims.GroupLimits GroupLimits =>
+    internal Data.GroupLimits GroupLimits =>
         new(MaxPendingSubmissions, MaxConcurrentSubmissionFlushes, SubmissionBatch, SubmissionBatchBytes, DatabaseWaitMilliseconds);
 
     public bool IsValid() => GroupedUploadBytes is >= 0 and <= JobService.ProbeBytes && MaxConcurrentStreams is >= 1 and <= 256 && MaxInlineDocuments is >= 1 and <= 1_000_000
@@ -49,7 +49,7 @@ public sealed class JobOptions
 }
 
 /// <summary>Creating jobs, adding documents (streamed), closing and cancelling. Every call checks the tenant.</summary>
-public sealed class JobService(MySqlDataSource db, TimeProvider clock, OrderingLanes lanes, TenantCache tenants, IOptions<JobOptions> options, Claims.WorkSignal work,
+public sealed class JobService(MySqlDataSource db, TimeProvider clock, OrderingLanes lanes, TenantCache tenants, IOptions<JobOptions> options, WorkSignal work,
     SubmissionBatcher submissions, UploadBatcher uploads) : IDisposable
 {
     /// <summary>Documents up to this size are read into a pooled buffer and stored in one round trip with their items.</summary>

@@ -1,6 +1,7 @@
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Options;
-using Queue.Core.Claims;
+using Queue.Core.Data;
+using Queue.Core.Hosting;
 
 namespace Queue.Core.Jobs;
 
@@ -13,8 +14,8 @@ public sealed partial class SubmissionBatcher
 {
     private readonly GroupedWrites<PendingJob, CreatedJob> writes;
 
-    public SubmissionBatcher(JobCreator creator, IOptions<JobOptions> options, ILogger<SubmissionBatcher> logger) =>
-        writes = new(creator.CreateAsync, j => j.Bytes, options.Value.GroupLimits, "submissions", (ex, n) => LogGroupFailed(logger, ex, n));
+    public SubmissionBatcher(JobCreator creator, IOptions<JobOptions> options, BackgroundWork host, ILogger<SubmissionBatcher> logger) =>
+        writes = new(host, creator.CreateAsync, j => j.Bytes, options.Value.GroupLimits, "submissions", (ex, n) => LogGroupFailed(logger, ex, n));
 
     public Task<CreatedJob> CreateAsync(PendingJob job, CancellationToken ct) => writes.RunAsync(job, ct);
 

@@ -1,7 +1,7 @@
 using Dapper;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Options;
-using Queue.Core.Claims;
+using Queue.Core.Hosting;
 using MySqlConnector;
 using Queue.Core.Data;
 using Queue.Core.Ordering;
@@ -34,12 +34,12 @@ public sealed partial class UploadBatcher
     private readonly OrderingLanes lanes;
     private readonly GroupedWrites<SmallUpload, (Outcome Outcome, UploadResult? Result)> writes;
 
-    public UploadBatcher(MySqlDataSource db, TimeProvider clock, OrderingLanes lanes, IOptions<JobOptions> options, ILogger<UploadBatcher> logger)
+    public UploadBatcher(MySqlDataSource db, TimeProvider clock, OrderingLanes lanes, IOptions<JobOptions> options, BackgroundWork host, ILogger<UploadBatcher> logger)
     {
         this.db = db;
         this.clock = clock;
         this.lanes = lanes;
-        writes = new(WriteAsync, u => u.Bytes, options.Value.GroupLimits, "uploads", (ex, n) => LogGroupFailed(logger, ex, n));
+        writes = new(host, WriteAsync, u => u.Bytes, options.Value.GroupLimits, "uploads", (ex, n) => LogGroupFailed(logger, ex, n));
     }
 
     public Task<(Outcome Outcome, UploadResult? Result)> UploadAsync(SmallUpload upload, CancellationToken ct) => writes.RunAsync(upload, ct);

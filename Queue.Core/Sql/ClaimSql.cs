@@ -191,10 +191,9 @@ public static class ClaimSql
         SELECT id AS Id, tenant_id AS TenantId, items_total - items_done - items_dead - items_cancelled AS Active FROM jobs WHERE id = @JobId
         """;
 
-    public const string JobsAfterFinish = """
-        SELECT id AS Id, tenant_id AS TenantId, state AS State,
-               items_total - items_done - items_dead - items_cancelled AS Active
-        FROM jobs WHERE id IN @JobIds
+    /// <summary>A job's active items after its counters moved in this transaction (PK).</summary>
+    public const string ActiveOfJob = """
+        SELECT items_total - items_done - items_dead - items_cancelled FROM jobs WHERE id = @JobId
         """;
 
     public const string JobStateAndTenant = "SELECT state AS State, tenant_id AS TenantId FROM jobs WHERE id = @JobId";

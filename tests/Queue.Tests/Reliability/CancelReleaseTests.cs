@@ -25,18 +25,12 @@ public sealed class CancelReleaseTests(ApiFixture fx) : IClassFixture<ApiFixture
         })).GetProperty("id").GetInt64();
         var engine = fx.Api.Services.GetRequiredService<ClaimEngine>();
         var now = DateTime.UtcNow;
-        List<TakenItem> held;
-        await using (var conn = await fx.DataSource.OpenConnectionAsync())
-        {
-            await using var tx = await conn.BeginTransactionAsync(IsolationLevel.ReadCommitted);
-            held = await engine.TakeAsync(conn, tx, ["text"],
-                [new ClaimSlot(reservation ? null : "w", now.AddMinutes(5), reservation), new ClaimSlot(reservation ? null : "w", now.AddMinutes(5), reservation)], now, default);
-            await tx.CommitAsync();
-        }
+        var held = await engine.TakeAsync(["text"],
+            [new ClaimSlot(reservation ? null : "w", now.AddMinutes(5), reservation), new ClaimSlot(reservation ? null : "w", now.AddMinutes(5), reservation)], default);
         Assert.Equal(2, held.Count);
 
         (await http.DeleteAsync(U($"/jobs/{job}"))).EnsureSuccessStatusCode(); // the ready item is cancelled; the two held are not
-        await engine.ReleaseAsync(held, default);
+        await fx.Api.Services.GetRequiredService<LeaseService>().ReleaseAsync(held, default);
 
         Assert.Equal(0, await fx.CountAsync("SELECT COUNT(*) FROM items WHERE job_id = @job AND state <> 4", new { job }));
         Assert.Equal(3, await fx.CountAsync("SELECT items_cancelled FROM jobs WHERE id = @job AND state = 3", new { job }));

@@ -1,4 +1,6 @@
-namespace Queue.Core.Claims;
+using Queue.Core.Hosting;
+
+namespace Queue.Core.Data;
 
 /// <summary>The bounds of one group-commit queue (see <see cref="GroupedWrites{TIn, TOut}"/>).</summary>
 /// <param name="MaxPending">Operations waiting, beyond which new ones get 503 at once.</param>
@@ -17,26 +19,30 @@ internal sealed record GroupLimits(int MaxPending, int MaxFlushes, int MaxBatch,
 /// after queueing does not cancel its write: like a dropped connection after a commit, it may have landed, and the
 /// Idempotency-Key retry finds it. Admission is bounded: a slow database gets 503 at once, not a backlog.
 /// </summary>
-internal sealed class GroupedWrites<TIn, TOut>(
-    Func<IReadOnlyList<TIn>, CancellationToken, Task<TOut[]>> write, Func<TIn, long> bytesOf, GroupLimits limits, string what,
-    Action<Exception, int> groupFailed)
+internal sealed class GroupedWrites<TIn, TOut>
 {
-    private readonly Lock gate = new();
-    private readonly List<Op> pending = [];
-    private int flushing;
+    private readonly Func<IReadOnlyList<TIn>, CancellationToken, Task<TOut[]>> write;
+    private readonly Func<TIn, long> bytesOf;
+    private readonly GroupLimits limits;
+    private readonly string what;
+    private readonly Action<Exception, int> groupFailed;
+    private readonly GroupCommitQueue<Op> queue;
+
+    public GroupedWrites(BackgroundWork host, Func<IReadOnlyList<TIn>, CancellationToken, Task<TOut[]>> write, Func<TIn, long> bytesOf,
+        GroupLimits limits, string what, Action<Exception, int> groupFailed)
+    {
+        this.write = write;
+        this.bytesOf = bytesOf;
+        this.limits = limits;
+        this.what = what;
+        this.groupFailed = groupFailed;
+        queue = new(host, what, limits.MaxPending, limits.MaxFlushes, BatchSize, FlushAsync, groupFailed);
+    }
 
     public async Task<TOut> RunAsync(TIn input, CancellationToken ct)
     {
         var op = new Op(input);
-        bool start;
-        lock (gate)
-        {
-            start = GroupCommit.Enqueue(pending, op, ref flushing, limits.MaxPending, limits.MaxFlushes, what);
-        }
-        if (start)
-        {
-            _ = Task.Run(FlushLoopAsync, CancellationToken.None);
-        }
+        queue.Enqueue(op);
         try
         {
             return await op.Result.Task.WaitAsync(TimeSpan.FromMilliseconds(limits.WaitMilliseconds), ct);
@@ -47,48 +53,45 @@ internal sealed class GroupedWrites<TIn, TOut>(
         }
     }
 
-    private async Task FlushLoopAsync()
+    /// <summary>Up to <see cref="GroupLimits.MaxBatch"/> operations and about <see cref="GroupLimits.MaxBytes"/>; at least one.</summary>
+    private int BatchSize(IReadOnlyList<Op> pending)
     {
-        while (true)
+        var n = 1;
+        var bytes = bytesOf(pending[0].Input);
+        while (n < pending.Count && n < limits.MaxBatch && bytes + bytesOf(pending[n].Input) <= limits.MaxBytes)
         {
-            List<Op> batch;
-            lock (gate)
+            bytes += bytesOf(pending[n].Input);
+            n++;
+        }
+        return n;
+    }
+
+    private async Task FlushAsync(List<Op> batch)
+    {
+        if (batch.Count == 1)
+        {
+            await WriteAloneAsync(batch[0]);
+            return;
+        }
+        TOut[] results;
+        try
+        {
+            results = await write(batch.Select(b => b.Input).ToList(), CancellationToken.None);
+        }
+#pragma warning disable CA1031 // not swallowed: every operation of the group is written again on its own and gets its own outcome
+        catch (Exception ex)
+#pragma warning restore CA1031
+        {
+            groupFailed(ex, batch.Count);
+            foreach (var op in batch)
             {
-                if (pending.Count == 0)
-                {
-                    flushing--;
-                    return;
-                }
-                var n = 1;
-                var bytes = bytesOf(pending[0].Input);
-                while (n < pending.Count && n < limits.MaxBatch && bytes + bytesOf(pending[n].Input) <= limits.MaxBytes)
-                {
-                    bytes += bytesOf(pending[n].Input);
-                    n++;
-                }
-                batch = pending.GetRange(0, n);
-                pending.RemoveRange(0, n);
+                await WriteAloneAsync(op);
             }
-            try
-            {
-                var results = await write(batch.Select(b => b.Input).ToList(), CancellationToken.None);
-                for (var i = 0; i < batch.Count; i++)
-                {
-                    batch[i].Result.TrySetResult(results[i]);
-                }
-            }
-            catch (Exception ex) when (batch.Count > 1)
-            {
-                groupFailed(ex, batch.Count);
-                foreach (var op in batch)
-                {
-                    await WriteAloneAsync(op);
-                }
-            }
-            catch (Exception ex)
-            {
-                batch[0].Result.TrySetException(ex);
-            }
+            return;
+        }
+        for (var i = 0; i < batch.Count; i++)
+        {
+            batch[i].Result.TrySetResult(results[i]);
         }
     }
 

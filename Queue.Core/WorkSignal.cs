@@ -1,10 +1,10 @@
-namespace Queue.Core.Claims;
+namespace Queue.Core;
 
 /// <summary>
 /// Wakes long-polling workers of this process as soon as claimable work may exist. Anything that makes items claimable
 /// calls <see cref="Notify"/> after its transaction commits (an upload, a requeue, an unblock); work made by other
 /// processes, retries falling due and expiring leases are found by the one shared poll per process
-/// (<see cref="ClaimBackgroundService"/>), which runs only while someone waits.
+/// (Claims.ClaimBackgroundService), which runs only while someone waits.
 /// </summary>
 public sealed class WorkSignal
 {

@@ -1,0 +1,68 @@
+using System.Security.Cryptography;
+
+namespace Queue.Core.Claims;
+
+/// <summary>A worker's /next, validated.</summary>
+/// <param name="Tasks">Distinct task names; empty accepts any task.</param>
+public sealed record ClaimRequest(string? Worker, IReadOnlyList<string> Tasks, int Max, int LeaseSeconds)
+{
+    /// <summary>Requests with the same key can share claimed-ahead items and one pass over the lanes.</summary>
+    public string Key { get; } = Tasks.Count == 0 ? "" : string.Join(',', Tasks.Order(StringComparer.Ordinal));
+}
+
+/// <summary>What a claim slot becomes: a worker's lease, or a reservation held in this process's claim-ahead buffer.</summary>
+public sealed record ClaimSlot(string? Worker, DateTime Until, bool Reservation);
+
+/// <summary>An item taken by a claim transaction, with everything the /next answer needs.</summary>
+public sealed record TakenItem(long Id, long JobId, long TenantId, long DocumentId, string Task, int Attempt, byte[] Token,
+    DateTime Until, bool Reservation)
+{
+    public string TenantName { get; set; } = "";
+
+    public string DocumentName { get; set; } = "";
+
+    public string ContentType { get; set; } = "";
+
+    /// <summary>Whether <paramref name="token"/> is this item's lease token (constant time: tokens are secrets).</summary>
+    public bool HasToken(byte[]? token) => token is not null && CryptographicOperations.FixedTimeEquals(token, Token);
+}
+
+/// <summary>A reserved item to hand to a worker; when the reservation was lost meanwhile, <see cref="Fallback"/> is claimed instead.</summary>
+public sealed record Handout(TakenItem Item, ClaimSlot Fallback);
+
+/// <summary>One task filter's share of a claim transaction: reserved items to hand out, then fresh slots to fill.</summary>
+public sealed record ClaimOrder(IReadOnlyList<string> Tasks, IReadOnlyList<Handout> Handouts, IReadOnlyList<ClaimSlot> Slots);
+
+/// <summary>
+/// What a <see cref="ClaimOrder"/> got: per handout the item the worker gets (the reserved one, or a fresh one in its
+/// fallback slot, or null when the queue ran dry), and per slot, in order, the items taken (fewer when it ran dry).
+/// </summary>
+public sealed record ClaimOutcome(IReadOnlyList<TakenItem?> ForHandouts, IReadOnlyList<TakenItem> ForSlots);
+
+public enum FinishOutcome
+{
+    Done,
+    NotFound,
+    Stale,
+}
+
+/// <summary>A lease as the worker presents it.</summary>
+public readonly record struct LeaseRef(long ItemId, byte[] Token);
+
+public sealed record LeaseDocument(long Id, string Name, string ContentType, long Size);
+
+/// <summary>Process-wide counts the web layer turns into metrics.</summary>
+public sealed class ClaimCounters
+{
+    private long leasesExpired;
+
+    public long LeasesExpired => Interlocked.Read(ref leasesExpired);
+
+    public event Action<int>? LeaseExpired;
+
+    internal void OnLeaseExpired()
+    {
+        Interlocked.Increment(ref leasesExpired);
+        LeaseExpired?.Invoke(1);
+    }
+}

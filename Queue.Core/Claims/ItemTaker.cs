@@ -1,0 +1,261 @@
+using System.Security.Cryptography;
+using Dapper;
+using MySqlConnector;
+using Queue.Core.Jobs;
+using Queue.Core.Sql;
+
+namespace Queue.Core.Claims;
+
+/// <summary>
+/// The walk of a claim over the ordering, inside the claim transaction (<see cref="ClaimEngine"/> owns it): rounds of
+/// lanes from the <see cref="ILaneSelector"/>, the lowest claimable item ids of each lane locked with SKIP LOCKED, each
+/// row written to its slot, then <see cref="ClaimClosing"/>. Locking reads come before writes, and a claim never waits
+/// for a row another claimer holds.
+/// </summary>
+/// <remarks>
+/// Round trips per round, whatever the number of lanes: the selector, the head job's lanes, then the round's other
+/// lanes in one batch (only when the head did not fill every slot), the writes.
+/// </remarks>
+internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, ClaimClosing closing)
+{
+    private const int LanesPerRound = 8;
+
+    /// <summary>
+    /// Rounds per claim at most. Every round marks the lanes it drained as visited, so a walk ends by itself when the
+    /// lanes run out; the cap bounds the transaction when a selector keeps offering lanes with quotas (tenant-fair),
+    /// at 64 rounds of 8 lanes or more: more lanes than a batch of 100 slots plus claim-ahead ever needs.
+    /// </summary>
+    private const int MaxRounds = 64;
+
+    private const string LeaseExpiredError = "lease expired";
+
+    /// <summary>Takes one item per slot (fewer if the queue runs dry), in claim order: item k of the answer gets slot k.</summary>
+    public async Task<List<TakenItem>> TakeAsync(MySqlConnection conn, MySqlTransaction tx, IReadOnlyList<string> tasks,
+        IReadOnlyList<ClaimSlot> slots, DateTime now, CancellationToken ct)
+    {
+        var walk = new Walk(slots);
+        for (var round = 0; round < MaxRounds && !walk.Full; round++)
+        {
+            if (!await RoundAsync(conn, tx, tasks, walk, now, ct))
+            {
+                break;
+            }
+            // Written before the next round: SKIP LOCKED does not skip our own locks, so a lane visited again must
+            // already show these items as taken. The last round's writes go with the closing batch instead.
+            if (!walk.Full && round < MaxRounds - 1)
+            {
+                await WriteAsync(conn, tx, walk.Writes, ct);
+            }
+        }
+        await closing.CloseAsync(conn, tx, walk.Writes, walk.Emptied, walk.Taken, now, ct);
+        return walk.Taken;
+    }
+
+    /// <summary>One round: the selector's lanes not visited yet, their items locked, then taken lane group by lane group; false when no lane is left.</summary>
+    private async Task<bool> RoundAsync(MySqlConnection conn, MySqlTransaction tx, IReadOnlyList<string> tasks, Walk walk, DateTime now, CancellationToken ct)
+    {
+        var limit = walk.Visited.Count + Math.Max(LanesPerRound, walk.Wanted);
+        var lanes = await selector.SelectAsync(conn, tx, new LaneQuery(tasks, now, limit), ct);
+        var fresh = lanes.Where(l => !walk.Visited.Contains((l.JobId, l.Task))).ToList();
+        if (fresh.Count == 0)
+        {
+            return false;
+        }
+        var groups = JobGroups(fresh);
+        // The head job alone first: when it fills every slot (a big job), no other lane is locked for nothing.
+        var wanted = walk.Wanted;
+        var locked = await LockItemsAsync(conn, tx, groups.GetRange(0, 1), wanted, now, ct);
+        var headRows = locked[0].Sum(r => r.Count);
+        if (groups.Count > 1 && headRows < wanted)
+        {
+            locked.AddRange(await LockItemsAsync(conn, tx, groups.GetRange(1, groups.Count - 1), wanted - headRows, now, ct));
+        }
+        for (var gi = 0; gi < locked.Count && !walk.Full; gi++)
+        {
+            await TakeGroupAsync(conn, tx, groups[gi], locked[gi], walk, now, ct);
+        }
+        return true;
+    }
+
+    /// <summary>
+    /// Takes the locked rows of one lane group, lowest id first. A lane that used up its quota stays unvisited, so the
+    /// selector is asked again after this round (it may offer the lane again); the round itself goes on through the
+    /// other lanes, so that a selector can hand out one round of quotas across many tenants per query (tenant-fair).
+    /// </summary>
+    private async Task TakeGroupAsync(MySqlConnection conn, MySqlTransaction tx, List<Lane> group, List<List<LockedRow>> locked, Walk walk,
+        DateTime now, CancellationToken ct)
+    {
+        var want = LimitOf(group[0], walk.Wanted);
+        var rows = new List<LockedRow>();
+        for (var k = 0; k < group.Count; k++)
+        {
+            if (group[k].Quota is not { } q || locked[k].Count < q)
+            {
+                walk.Visited.Add((group[k].JobId, group[k].Task));
+            }
+            rows.AddRange(locked[k]);
+        }
+        if (group.Count > 1)
+        {
+            rows.Sort(static (a, b) => a.Id.CompareTo(b.Id));
+        }
+        var used = Math.Min(want, rows.Count);
+        var count = 0;
+        foreach (var row in rows.Take(used))
+        {
+            if (await TakeRowAsync(conn, tx, row, group[0].TenantId, walk, now, ct))
+            {
+                count++;
+            }
+        }
+        // Everything claimable the lanes showed is taken now. The lanes may be empty (certainly when one gave fewer
+        // rows than asked; maybe when it gave exactly that many, the one item of a one-item job): their hint is checked
+        // in the closing batch, so the next claim does not probe a lane whose items we hold.
+        if (rows.Count <= used)
+        {
+            walk.Emptied.AddRange(group);
+        }
+        if (count > 0)
+        {
+            selector.Claimed(group[0].TenantId, count);
+        }
+    }
+
+    /// <summary>How many rows a lane is asked for: what is still wanted, within its quota.</summary>
+    private static int LimitOf(Lane lane, int want) => lane.Quota is { } q ? Math.Min(want, q) : want;
+
+    /// <summary>Consecutive lanes of one job (without quotas) form one group, so the job's lowest item id wins across its tasks.</summary>
+    private static List<List<Lane>> JobGroups(List<Lane> fresh)
+    {
+        var groups = new List<List<Lane>>();
+        for (var i = 0; i < fresh.Count;)
+        {
+            var j = i + 1;
+            while (j < fresh.Count && fresh[j].JobId == fresh[i].JobId && fresh[j].Quota is null && fresh[i].Quota is null)
+            {
+                j++;
+            }
+            groups.Add(fresh.GetRange(i, j - i));
+            i = j;
+        }
+        return groups;
+    }
+
+    /// <summary>
+    /// Locks the claimable items of every lane of <paramref name="groups"/>, lowest id first, in one round trip (one
+    /// statement per lane in a batch); each lane is asked for at most <paramref name="want"/> (its quota, if less).
+    /// </summary>
+    private static async Task<List<List<List<LockedRow>>>> LockItemsAsync(MySqlConnection conn, MySqlTransaction tx,
+        List<List<Lane>> groups, int want, DateTime now, CancellationToken ct)
+    {
+        await using var batch = new MySqlBatch(conn, tx);
+        foreach (var lane in groups.SelectMany(g => g))
+        {
+            var cmd = new MySqlBatchCommand(ClaimSql.LockLaneItems);
+            cmd.Parameters.AddWithValue("@JobId", lane.JobId);
+            cmd.Parameters.AddWithValue("@Task", lane.Task);
+            cmd.Parameters.AddWithValue("@Now", now);
+            cmd.Parameters.AddWithValue("@Limit", LimitOf(lane, want));
+            batch.BatchCommands.Add(cmd);
+        }
+        var result = new List<List<List<LockedRow>>>(groups.Count);
+        await using var reader = await batch.ExecuteReaderAsync(ct);
+        var parse = reader.GetRowParser<LockedRow>();
+        var first = true;
+        foreach (var group in groups)
+        {
+            var perLane = new List<List<LockedRow>>(group.Count);
+            for (var k = 0; k < group.Count; k++)
+            {
+                if (!first)
+                {
+                    await reader.NextResultAsync(ct);
+                }
+                first = false;
+                var rows = new List<LockedRow>();
+                while (await reader.ReadAsync(ct))
+                {
+                    rows.Add(parse(reader));
+                }
+                perLane.Add(rows);
+            }
+            result.Add(perLane);
+        }
+        return result;
+    }
+
+    /// <summary>
+    /// Queues the write that gives <paramref name="row"/> to the walk's next slot; false when the row is instead an
+    /// expired lease that used up its attempts (it goes dead here and takes no slot).
+    /// </summary>
+    private async Task<bool> TakeRowAsync(MySqlConnection conn, MySqlTransaction tx, LockedRow row, long tenant, Walk walk, DateTime now,
+        CancellationToken ct)
+    {
+        var expired = row.State == ItemStates.Leased && row.LeaseExpiresAt is not null;
+        if (expired)
+        {
+            counters.OnLeaseExpired();
+            await conn.ExecuteAsync(new CommandDefinition(ClaimSql.RecordError,
+                new { row.Id, Attempt = row.Attempts, Error = LeaseExpiredError, Now = now }, tx, cancellationToken: ct));
+            var max = await conn.ExecuteScalarAsync<int>(new CommandDefinition(ClaimSql.MaxAttemptsOfJob, new { row.JobId }, tx, cancellationToken: ct));
+            if (row.Attempts >= max)
+            {
+                await conn.ExecuteAsync(new CommandDefinition(ClaimSql.KillItem, new { row.Id, Error = LeaseExpiredError, Now = now }, tx, cancellationToken: ct));
+                await JobCounters.CountFinishedAsync(conn, tx, row.JobId, new(Dead: 1), now, ct);
+                return false;
+            }
+        }
+        var slot = walk.NextSlot;
+        var token = RandomNumberGenerator.GetBytes(16);
+        var cmd = new MySqlBatchCommand(slot.Reservation ? ClaimSql.ReserveItem : ClaimSql.LeaseItem);
+        cmd.Parameters.AddWithValue("@Id", row.Id);
+        cmd.Parameters.AddWithValue("@Token", token);
+        cmd.Parameters.AddWithValue(slot.Reservation ? "@Until" : "@Expires", slot.Until);
+        cmd.Parameters.AddWithValue("@Expired", expired);
+        cmd.Parameters.AddWithValue("@Now", now);
+        if (!slot.Reservation)
+        {
+            cmd.Parameters.AddWithValue("@Worker", slot.Worker);
+        }
+        walk.Writes.Add(cmd);
+        // A reservation does not count as an attempt until it is handed out.
+        var attempt = slot.Reservation ? row.Attempts : row.Attempts + 1;
+        walk.Taken.Add(new TakenItem(row.Id, row.JobId, tenant, row.DocumentId, row.Task, attempt, token, slot.Until, slot.Reservation));
+        return true;
+    }
+
+    internal static async Task WriteAsync(MySqlConnection conn, MySqlTransaction tx, List<MySqlBatchCommand> writes, CancellationToken ct)
+    {
+        if (writes.Count == 0)
+        {
+            return;
+        }
+        await using var batch = new MySqlBatch(conn, tx);
+        foreach (var w in writes)
+        {
+            batch.BatchCommands.Add(w);
+        }
+        await batch.ExecuteNonQueryAsync(ct);
+        writes.Clear();
+    }
+
+    private sealed record LockedRow(long Id, long JobId, long DocumentId, string Task, sbyte State, int Attempts, DateTime? LeaseExpiresAt);
+
+    /// <summary>One claim's progress: the slots, what they got so far, the writes not sent yet, the lanes seen and drained.</summary>
+    private sealed class Walk(IReadOnlyList<ClaimSlot> slots)
+    {
+        public List<TakenItem> Taken { get; } = new(slots.Count);
+
+        public List<MySqlBatchCommand> Writes { get; } = [];
+
+        public HashSet<(long JobId, string Task)> Visited { get; } = [];
+
+        public List<Lane> Emptied { get; } = [];
+
+        public int Wanted => slots.Count - Taken.Count;
+
+        public bool Full => Taken.Count >= slots.Count;
+
+        public ClaimSlot NextSlot => slots[Taken.Count];
+    }
+}

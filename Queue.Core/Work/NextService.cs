@@ -1,0 +1,40 @@
+using System.Diagnostics;
+using Queue.Core.Claims;
+using Queue.Core.Fairness;
+
+namespace Queue.Core.Work;
+
+/// <summary>
+/// A worker's <c>POST /next</c>, all of it but the HTTP: the worker seen, items claimed, and when none is claimable
+/// the long-poll until work is signalled or the wait runs out; what was handed out goes to the fairness monitor. It
+/// sits above Claims and Fairness (the tenant-fair policy is a lane selector of Claims), so neither depends on the other.
+/// </summary>
+public sealed class NextService(ClaimDispatcher claims, WorkSignal signal, WorkStats stats, FairnessMonitor fairness)
+{
+    /// <summary>
+    /// Items for <paramref name="request"/>, waiting up to <paramref name="wait"/> for some; empty when none came.
+    /// Throws <see cref="Data.ServiceBusyException"/> when the database is too busy to answer in time.
+    /// </summary>
+    public async Task<IReadOnlyList<TakenItem>> NextAsync(ClaimRequest request, TimeSpan wait, CancellationToken ct)
+    {
+        stats.Seen(request.Worker);
+        var started = Stopwatch.GetTimestamp();
+        while (true)
+        {
+            // Taken before looking, so an upload that lands between the look and the wait still wakes us.
+            var observed = signal.Next;
+            var items = await claims.ClaimAsync(request, ct);
+            if (items.Count > 0)
+            {
+                fairness.Claimed(items);
+                return items;
+            }
+            var remaining = wait - Stopwatch.GetElapsedTime(started);
+            if (remaining <= TimeSpan.Zero)
+            {
+                return items;
+            }
+            await signal.WaitAsync(observed, remaining, ct);
+        }
+    }
+}
