@@ -7,9 +7,9 @@ using Queue.Core.Security;
 namespace Queue.Bench;
 
 /// <summary>
-/// <c>peers</c>: the workload of ../shared/peers/README.md (one-item jobs of a 1 KiB JSON document; enqueue one per
+/// <c>peers</c>: the peers workload (docs/DESIGN.md "Peer speed": one-item jobs of a 1 KiB JSON document; enqueue one per
 /// call and 1,000 per call from 16 producers; drains at 1/16/64 workers) against the Release Queue.Api over HTTP, then
-/// the same through run-graphile-worker.sh, side by side with the ratio targets. Options: <c>--jobs N</c>
+/// the same through run-graphile-worker.sh, side by side with the peer-speed ratio targets. Options: <c>--jobs N</c>
 /// (100,000), <c>--workers 1,16,64</c>, <c>--drain-max-s S</c> (90), <c>--enq-max-s S</c> (300),
 /// <c>--idempotency</c> (an Idempotency-Key per POST /jobs; graphile's addJob has none), <c>--no-peer</c>,
 /// <c>--peers-dir DIR</c>, <c>--digests</c> (the costliest statements of each phase, <c>--digests-top N</c> of them, 12 by

@@ -6,7 +6,7 @@ using Queue.Bench.Harness;
 namespace Queue.Bench;
 
 /// <summary>
-/// The peers workload (../shared/peers/README.md) driven against Queue.Api: one-item jobs whose document is
+/// The peers workload (docs/DESIGN.md "Peer speed") driven against Queue.Api: one-item jobs whose document is
 /// <c>{"i": n, "pad": "x" * 1000}</c>, created with POST /jobs and drained with POST /next (max 1) and complete,
 /// through <paramref name="via"/> (raw HTTP or Queue.Client).
 /// </summary>

@@ -6,7 +6,7 @@ namespace Queue.Bench;
 
 /// <summary>
 /// The statements that cost the database most during one phase, from performance_schema's digest summary: what to
-/// fix first (issue 11, "profile the claim and complete path"). Needs a server started with
+/// fix first (docs/DESIGN.md "Peer speed"). Needs a server started with
 /// <c>QUEUE_MARIADB_ARGS=--performance-schema=ON</c>; otherwise it says so and prints nothing.
 /// </summary>
 internal static class StatementDigests

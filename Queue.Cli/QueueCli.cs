@@ -15,7 +15,7 @@ public static class QueueCli
 
     public static RootCommand Build()
     {
-        var root = new RootCommand("queue: submit a folder, run a worker, watch a job (Queue's HTTP contract, CONTRACT.md)");
+        var root = new RootCommand("queue: submit a folder, run a worker, watch a job (Queue's HTTP contract, docs/CONTRACT.md)");
         root.Options.Add(Url);
         root.Options.Add(Key);
         root.Subcommands.Add(SubmitCommand.Build());

@@ -35,5 +35,5 @@ public sealed class QueueApiException : Exception
     public bool IsStaleLease => Status == HttpStatusCode.Conflict;
 }
 
-/// <summary>RFC 9457 problem details, as CONTRACT.md sends them; <c>Errors</c> names every bad field of a 400.</summary>
+/// <summary>RFC 9457 problem details, as docs/CONTRACT.md sends them; <c>Errors</c> names every bad field of a 400.</summary>
 public sealed record QueueProblem(string? Type, string? Title, int? Status, string? Detail, IReadOnlyDictionary<string, string[]>? Errors);

@@ -5,7 +5,7 @@ using System.Text.Json.Serialization.Metadata;
 namespace Queue.Client;
 
 /// <summary>
-/// A typed client for all of CONTRACT.md. Thread-safe; make one per process (or let <c>AddQueueClient</c> do it). Every
+/// A typed client for all of docs/CONTRACT.md. Thread-safe; make one per process (or let <c>AddQueueClient</c> do it). Every
 /// call retries 503, 429, 502/504 and dropped connections with backoff (Retry-After first), and every submit or upload
 /// carries an Idempotency-Key, so a retry never creates a second job or document.
 /// </summary>

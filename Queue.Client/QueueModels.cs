@@ -1,6 +1,6 @@
 namespace Queue.Client;
 
-// The contract's shapes (CONTRACT.md v1.2). Responses are read leniently (unknown fields are ignored) so that a client
+// The contract's shapes (docs/CONTRACT.md). Responses are read leniently (unknown fields are ignored) so that a client
 // keeps working when the service adds fields, as the contract allows.
 
 public sealed record ItemCounts(long Total, long Ready, long Leased, long Done, long Dead, long Cancelled);

@@ -1,4 +1,4 @@
--- Tenant-fair claims (issue 8). Both keep the claim's cost to the number of active tenants, never jobs or items:
+-- Tenant-fair claims (docs/DESIGN.md "Fairness"). Both keep the claim's cost to the number of active tenants, never jobs or items:
 --   ix_ordering_task_tenant: the tenants with lanes of one task (a loose index scan) and each one's head lane for that
 --                            task, in seed order, for workers that filter on tasks (ix_ordering_tenant serves the rest);
 --   ix_ordering_mode:        the override lanes, which are served before any tenant choice, in override order.

@@ -3,6 +3,7 @@ using System.Text.Json;
 using System.Text.Json.Serialization;
 using Microsoft.AspNetCore.Http.HttpResults;
 using Queue.Api.Infrastructure;
+using Queue.Api.Jobs;
 using Queue.Core.Fairness;
 
 namespace Queue.Api.Fairness;
@@ -20,8 +21,9 @@ public static class ExplainApi
 
     public static IEndpointRouteBuilder MapFairnessApi(this IEndpointRouteBuilder app)
     {
-        var jobs = app.MapGroup("/jobs").RequireAuthorization(Roles.Customer).WithTags("Jobs")
-            .ProducesProblem(401).ProducesProblem(403);
+        // Rate-limited like every customer route: an explain costs a bounded walk of the ordering, but it costs one.
+        var jobs = app.MapGroup("/jobs").RequireAuthorization(Roles.Customer).RequireRateLimiting(TenantRateLimitPolicy.Name)
+            .WithTags("Jobs").ProducesProblem(401).ProducesProblem(403).ProducesProblem(429);
         jobs.MapGet("/{id:long}/explain", ExplainAsync).ProducesProblem(404)
             .WithSummary("Why the job is where it is: position, policy, mode and value, override, jobs ahead by reason, next rewrite, ETA range")
             .WithName("ExplainJob");

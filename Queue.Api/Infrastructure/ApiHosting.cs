@@ -9,10 +9,10 @@ namespace Queue.Api.Infrastructure;
 
 public sealed class ApiLimitsOptions
 {
-    /// <summary>Largest request body, in bytes (CONTRACT.md: 64 MiB).</summary>
+    /// <summary>Largest request body, in bytes (docs/CONTRACT.md: 64 MiB).</summary>
     public long MaxRequestBytes { get; set; } = 64L * 1024 * 1024;
 
-    /// <summary>Largest single document, in bytes (CONTRACT.md: 16 MiB).</summary>
+    /// <summary>Largest single document, in bytes (docs/CONTRACT.md: 16 MiB).</summary>
     public long MaxDocumentBytes { get; set; } = 16L * 1024 * 1024;
 
     /// <summary>Requests in flight before new ones get 503 at once instead of queueing behind a slow database.</summary>
@@ -55,7 +55,7 @@ public static class ApiHosting
             o.SerializerOptions.PropertyNamingPolicy = JsonNamingPolicy.CamelCase;
             o.SerializerOptions.UnmappedMemberHandling = JsonUnmappedMemberHandling.Disallow;
             o.SerializerOptions.DefaultIgnoreCondition = JsonIgnoreCondition.Never;
-            // CONTRACT.md: bodies are strict. The web defaults would accept "max": "5" and "MAX": 5.
+            // docs/CONTRACT.md: bodies are strict. The web defaults would accept "max": "5" and "MAX": 5.
             o.SerializerOptions.NumberHandling = JsonNumberHandling.Strict;
             o.SerializerOptions.PropertyNameCaseInsensitive = false;
             o.SerializerOptions.TypeInfoResolverChain.Insert(0, OpsJsonContext.Default);

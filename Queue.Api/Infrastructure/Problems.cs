@@ -17,7 +17,7 @@ public static partial class Problems
         {
             c.ProblemDetails.Extensions.Remove("exception");
             c.ProblemDetails.Extensions.Remove("traceId");
-            // CONTRACT.md: every error carries detail, bodiless statuses from routing and field errors included.
+            // docs/CONTRACT.md: every error carries detail, bodiless statuses from routing and field errors included.
             c.ProblemDetails.Detail ??= c.ProblemDetails is HttpValidationProblemDetails { Errors.Count: > 0 } v
                 ? ValidationDetail(v.Errors)
                 : DefaultDetail(c.ProblemDetails.Status ?? c.HttpContext.Response.StatusCode);
@@ -43,7 +43,7 @@ public static partial class Problems
     public static ValidationProblem Validation(IDictionary<string, string[]> errors) =>
         TypedResults.ValidationProblem(errors, detail: ValidationDetail(errors), title: "The request is invalid.");
 
-    /// <summary>CONTRACT.md v1.2: one sentence naming the first bad field and what is wrong with it.</summary>
+    /// <summary>docs/CONTRACT.md "Conventions": one sentence naming the first bad field and what is wrong with it.</summary>
     public static string ValidationDetail(IEnumerable<KeyValuePair<string, string[]>> errors)
     {
         var (field, messages) = errors.First();

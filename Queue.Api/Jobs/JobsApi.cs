@@ -15,7 +15,7 @@ using Queue.Core.Jobs;
 
 namespace Queue.Api.Jobs;
 
-/// <summary>The customer endpoints of CONTRACT.md: jobs, documents, status, cancel. Every lookup is scoped to the caller's tenant.</summary>
+/// <summary>The customer endpoints of docs/CONTRACT.md: jobs, documents, status, cancel. Every lookup is scoped to the caller's tenant.</summary>
 public static class JobsApi
 {
     public static IServiceCollection AddJobsApi(this IServiceCollection services)
@@ -310,7 +310,7 @@ public static class JobsApi
 }
 
 /// <summary>
-/// A multipart body that does not parse for its boundary is the client's error (CONTRACT.md v1.2: 400, never a 5xx).
+/// A multipart body that does not parse for its boundary is the client's error (docs/CONTRACT.md "POST /jobs/{id}/documents": 400, never a 5xx).
 /// MultipartReader reports it as InvalidDataException or a plain IOException; a client that went away is not that.
 /// </summary>
 internal sealed class MalformedMultipart(Stream section, CancellationToken ct) : Stream

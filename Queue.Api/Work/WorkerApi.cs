@@ -10,7 +10,7 @@ using Queue.Core.Work;
 
 namespace Queue.Api.Work;
 
-/// <summary>The worker endpoints of CONTRACT.md: POST /next, the leased document, complete, fail and extend.</summary>
+/// <summary>The worker endpoints of docs/CONTRACT.md: POST /next, the leased document, complete, fail and extend.</summary>
 public static class WorkerApi
 {
     public const string LeaseTokenHeader = "Lease-Token";

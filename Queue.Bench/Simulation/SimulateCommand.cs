@@ -70,7 +70,7 @@ public static class SimulateCommand
             scenario.Tenants.Select(t => (t, (IReadOnlyList<(double, double)>)full.Timeline.Select(p => (p.Minute, (double)p.Completed[t])).ToList())).ToList()));
         Console.WriteLine($"plot: {Path.GetFullPath(svg)}");
 
-        // The goals of issue 8, checked for every policy so the table shows what each costs.
+        // The fairness goals (docs/DESIGN.md "Fairness"), checked for every policy so the table shows what each costs.
         if (baseline is not null)
         {
             var solo = SmallP95(baseline, Analyze(baseline));

@@ -164,7 +164,7 @@ public sealed record JobDetail(
     long? NextDeadAfter,
     IReadOnlyList<AuditEntry> Audit)
 {
-    /// <summary>Ready as CONTRACT.md counts it: active minus live leases (an expired lease is ready).</summary>
+    /// <summary>Ready as docs/CONTRACT.md counts it: active minus live leases (an expired lease is ready).</summary>
     public long Ready => Job.Active - LiveLeases;
 }
 

@@ -15,7 +15,7 @@ public sealed class AdminQueries(MySqlDataSource db, OrderingCalendar calendar, 
 
     /// <summary>
     /// One page of the ordering as the next claim walks it: jobs by (value, job_id), unblocked first. Positions count
-    /// only unblocked jobs that have a lane claimable now, so they match what CONTRACT.md calls <c>position</c>.
+    /// only unblocked jobs that have a lane claimable now, so they match what docs/CONTRACT.md calls <c>position</c>.
     /// </summary>
     public async Task<QueuePage> QueueAsync(QueueFilter filter, QueueCursor cursor, int limit, CancellationToken ct)
     {
@@ -114,7 +114,7 @@ public sealed class AdminQueries(MySqlDataSource db, OrderingCalendar calendar, 
         var lowerBound = false;
         if (laneList.Count > 0 && !laneList[0].Blocked && laneList.Min(l => l.AvailableAt) <= now)
         {
-            // The customer status's rule (CONTRACT.md v1.2): exact up to 1,000 ahead, an index-dive estimate beyond.
+            // The customer status's rule (docs/CONTRACT.md "GET /jobs/{id}"): exact up to 1,000 ahead, an index-dive estimate beyond.
             var ahead = await QueuePosition.AheadAsync(conn, jobId, laneList[0].Value, laneList.Count, now, _ => Task.FromResult(0d), ct);
             position = (int)Math.Min(int.MaxValue, ahead.Jobs + 1);
             lowerBound = !ahead.Exact;

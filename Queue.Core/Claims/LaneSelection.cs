@@ -19,7 +19,7 @@ public sealed record LaneQuery(IReadOnlyList<string> Tasks, DateTime Now, int Li
 /// <summary>
 /// The replaceable step of a claim that decides which lanes come first. The engine calls it inside the claim
 /// transaction, takes the lowest item ids from the lanes in the order given, and reports every take through
-/// <see cref="Claimed"/>, so that a stateful policy (issue 8's tenant-fair share) sees each item it gave away, even
+/// <see cref="Claimed"/>, so that a stateful policy (the tenant-fair share, docs/DESIGN.md "Fairness") sees each item it gave away, even
 /// when one transaction serves a whole batch of workers.
 /// </summary>
 public interface ILaneSelector
@@ -34,7 +34,7 @@ public interface ILaneSelector
     void Claimed(long tenantId, int count);
 }
 
-/// <summary>CONTRACT.md's order: lowest value first, ties to the older job; straight off the ordering indexes.</summary>
+/// <summary>docs/CONTRACT.md's order: lowest value first, ties to the older job; straight off the ordering indexes.</summary>
 public sealed class SeedLaneSelector : ILaneSelector
 {
     public async Task<IReadOnlyList<Lane>> SelectAsync(MySqlConnection conn, MySqlTransaction tx, LaneQuery query, CancellationToken ct)

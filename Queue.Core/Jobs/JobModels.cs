@@ -75,7 +75,7 @@ public sealed record ItemCounts(long Total, long Ready, long Leased, long Done, 
 /// <param name="Value">The job's ordering value; null while the job has no lane (nothing left to hand out).</param>
 public sealed record OrderingInfo(string Mode, long? Value, bool Override);
 
-/// <summary>GET /jobs/{id} (CONTRACT.md). Reused by the Admin UI and the explain endpoint.</summary>
+/// <summary>GET /jobs/{id} (docs/CONTRACT.md). Reused by the Admin UI and the explain endpoint.</summary>
 public sealed record JobStatus(
     long Id, string Name, string State, DateTime CreatedAt, IReadOnlyList<string> Tasks, int Documents, ItemCounts Items,
     long? Position, bool PositionExact, OrderingInfo Ordering, DateTime? Eta);

@@ -67,7 +67,7 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, OrderingL
         var result = await submissions.CreateAsync(pending, ct);
         if (job.Documents.Count > 0)
         {
-            work.Notify(); // wake this process's long-polling workers at once (issue 5)
+            work.Notify(); // wake this process's long-polling workers at once (docs/DESIGN.md "Claims", long-poll)
         }
         return (pending, result);
     }
@@ -130,7 +130,7 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, OrderingL
         var result = await uploads.UploadAsync(new SmallUpload(tenantId, jobId, tasks, buffered), ct);
         if (result.Outcome == Outcome.Ok)
         {
-            work.Notify(); // wake this process's long-polling workers at once (issue 5)
+            work.Notify(); // wake this process's long-polling workers at once (docs/DESIGN.md "Claims", long-poll)
         }
         return result;
     }
@@ -180,7 +180,7 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, OrderingL
         await lanes.PlaceAsync(conn, tx, jobId, tasks, ct);
         // Every byte is in: a client leaving now must not make the commit's outcome unknowable to its Idempotency-Key.
         await tx.CommitAsync(CancellationToken.None);
-        work.Notify(); // wake this process's long-polling workers at once (issue 5)
+        work.Notify(); // wake this process's long-polling workers at once (docs/DESIGN.md "Claims", long-poll)
         return (Outcome.Ok, new UploadResult(created, items));
     }
 

@@ -4,7 +4,7 @@ namespace Queue.Core.Jobs;
 
 public static class JobServices
 {
-    /// <summary>Job submission and status services (issue 4), shared by the Api and the Admin UI.</summary>
+    /// <summary>Job submission and status services (docs/DESIGN.md "Submission"), shared by the Api and the Admin UI.</summary>
     public static IServiceCollection AddJobs(this IServiceCollection services)
     {
         services.AddOptions<JobOptions>().BindConfiguration("Jobs")

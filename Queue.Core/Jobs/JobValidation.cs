@@ -2,7 +2,7 @@ using System.Net.Http.Headers;
 
 namespace Queue.Core.Jobs;
 
-/// <summary>The field rules of CONTRACT.md "Customer endpoints", shared by the JSON and the streamed paths.</summary>
+/// <summary>The field rules of docs/CONTRACT.md "Customer endpoints", shared by the JSON and the streamed paths.</summary>
 public static class JobValidation
 {
     public const int MaxJobName = 200;

@@ -258,7 +258,7 @@ public sealed class SnapshotService(MySqlDataSource db, TimeProvider clock)
 }
 
 /// <summary>
-/// Settles the leases a cancelled job still had out once they expire: CONTRACT.md lets them complete while they live,
+/// Settles the leases a cancelled job still had out once they expire: docs/CONTRACT.md lets them complete while they live,
 /// but a cancelled job has no lanes, so no claim would ever reclaim them and they would count as ready forever.
 /// </summary>
 public sealed class CancelledLeaseSweep(MySqlDataSource db, TimeProvider clock)

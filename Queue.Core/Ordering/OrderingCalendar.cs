@@ -16,7 +16,7 @@ public sealed class OrderingOptions
     /// <summary>IANA or system id of the zone whose midnight starts period 0.</summary>
     public string TimeZone { get; set; } = "UTC";
 
-    /// <summary><c>seed</c> (CONTRACT.md's job order) or <c>tenant-fair</c>.</summary>
+    /// <summary><c>seed</c> (docs/CONTRACT.md's job order) or <c>tenant-fair</c>.</summary>
     public string Policy { get; set; } = Seed;
 
     public const string Seed = "seed";

@@ -8,7 +8,7 @@ namespace Queue.Core.Ordering;
 public readonly record struct JobsAhead(long Jobs, long Items, bool Exact);
 
 /// <summary>
-/// How far down the ordering a job is, at a cost that does not grow with the queue (CONTRACT.md v1.2 "Position at
+/// How far down the ordering a job is, at a cost that does not grow with the queue (docs/CONTRACT.md "GET /jobs/{id}": "Position at
 /// depth"): exact while at most <see cref="ExactLimit"/> claimable jobs are ahead, an estimate beyond. The estimate is
 /// an index dive (the optimizer's records_in_range on ix_ordering_any: two B-tree descents), so a job a million deep
 /// costs what a job ten deep does. See docs/DESIGN.md "Position at depth".

@@ -1,6 +1,6 @@
 namespace Queue.Core.Sql;
 
-/// <summary>Jobs, documents and items as customers create and read them (issue 4). See docs/DESIGN.md for the counters.</summary>
+/// <summary>Jobs, documents and items as customers create and read them. See docs/DESIGN.md "Submission" and "Counters".</summary>
 public static class JobSql
 {
     public const string InsertJob = """

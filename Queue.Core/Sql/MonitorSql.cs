@@ -1,6 +1,6 @@
 namespace Queue.Core.Sql;
 
-/// <summary>The fairness monitor's bounded reads (issue 12): their cost does not grow with the backlog.</summary>
+/// <summary>The fairness monitor's bounded reads (docs/DESIGN.md "Invariants that failures must not break"): their cost does not grow with the backlog.</summary>
 public static class MonitorSql
 {
     /// <summary>

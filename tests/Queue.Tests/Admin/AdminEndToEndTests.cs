@@ -88,7 +88,7 @@ public sealed class AdminEndToEndTests(DatabaseFixture fx) : IClassFixture<Datab
         Assert.Contains("customer escalation", await first.Locator(".reason").InnerTextAsync(), StringComparison.Ordinal);
         await page.ScreenshotAsync(new PageScreenshotOptions { Path = Path.Combine(shots, "4-queue-after-bump.png"), FullPage = true });
 
-        // A worker's next claim (CONTRACT.md POST /next) hands out the bumped job's first item.
+        // A worker's next claim (docs/CONTRACT.md POST /next) hands out the bumped job's first item.
         using var http = new HttpClient { BaseAddress = new Uri(api.Url), Timeout = TimeSpan.FromSeconds(30) };
         http.DefaultRequestHeaders.Authorization = new AuthenticationHeaderValue("Bearer", workerKey);
         using var claim = await http.PostAsJsonAsync(new Uri("/next", UriKind.Relative), new { worker = "e2e-worker", max = 1 });

@@ -172,5 +172,5 @@ public sealed class TenantFairTests(TenantFairFixture fx) : IClassFixture<Tenant
     }
 }
 
-/// <summary>Every single-tenant ordering test of CONTRACT.md again, with Ordering:Policy = tenant-fair: within one tenant the order is the seed's.</summary>
+/// <summary>Every single-tenant ordering test of docs/CONTRACT.md again, with Ordering:Policy = tenant-fair: within one tenant the order is the seed's.</summary>
 public sealed class TenantFairOrderingClaimTests(TenantFairFixture fx) : OrderingClaimTestsBase<TenantFairFixture>(fx), IClassFixture<TenantFairFixture>;

@@ -33,7 +33,7 @@ public sealed class KestrelApiFixture : DatabaseFixture
 
 public sealed class KestrelTests(KestrelApiFixture fx) : IClassFixture<KestrelApiFixture>
 {
-    // It was skipped as "about half of the runs never see the upload reach the database". Traced (issue 12): the upload
+    // It was skipped as "about half of the runs never see the upload reach the database". Traced: the upload
     // always had its document row in an open transaction within milliseconds; what failed was this test's probe,
     // information_schema.innodb_trx joined with processlist on trx_rows_modified > 0, which missed the transaction for
     // tens of seconds or for good while its connection sat between COM_STMT_SEND_LONG_DATA packets. A dirty read of

@@ -6,7 +6,7 @@ using Queue.Tests.Work;
 namespace Queue.Tests.Jobs;
 
 /// <summary>
-/// CONTRACT.md v1.2 "Position at depth": exact while at most 1,000 claimable jobs are ahead, an estimate beyond with
+/// docs/CONTRACT.md "GET /jobs/{id}" (position at depth): exact while at most 1,000 claimable jobs are ahead, an estimate beyond with
 /// positionExact false. Alone in its database: every job counts.
 /// </summary>
 public sealed class PositionAtDepthTests(DepthFixture fx) : IClassFixture<DepthFixture>

@@ -5,7 +5,7 @@ using Queue.Tests.Infrastructure;
 
 namespace Queue.Tests.Reliability;
 
-/// <summary>Issue 12: technician sign-in counts every guess, locks on the fifth failure in a row, and starts again after a lockout.</summary>
+/// <summary>technician sign-in counts every guess, locks on the fifth failure in a row, and starts again after a lockout.</summary>
 public sealed class AdminLoginTests(DatabaseFixture fx) : IClassFixture<DatabaseFixture>
 {
     private const string Password = "the right password, long enough";

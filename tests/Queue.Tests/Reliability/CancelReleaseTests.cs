@@ -7,7 +7,7 @@ using static Queue.Tests.Jobs.JobsTestKit;
 
 namespace Queue.Tests.Reliability;
 
-/// <summary>Issue 12: items taken but never handed out, given back after their job was cancelled, are cancelled too.</summary>
+/// <summary>items taken but never handed out, given back after their job was cancelled, are cancelled too.</summary>
 public sealed class CancelReleaseTests(ApiFixture fx) : IClassFixture<ApiFixture>
 {
     [Theory]

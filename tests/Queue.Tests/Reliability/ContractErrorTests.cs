@@ -8,10 +8,10 @@ using static Queue.Tests.Jobs.JobsTestKit;
 
 namespace Queue.Tests.Reliability;
 
-/// <summary>Issue 12, found as a new user would: every error is a 4xx with a detail, never a 500.</summary>
+/// <summary>Found as a new user would: every error is a 4xx with a detail, never a 500.</summary>
 public sealed class ContractErrorTests(ApiFixture fx) : IClassFixture<ApiFixture>
 {
-    /// <summary>CONTRACT.md v1.2: a field error still carries detail, one sentence naming the first bad field.</summary>
+    /// <summary>docs/CONTRACT.md "Conventions": a field error still carries detail, one sentence naming the first bad field.</summary>
     private static async Task AssertFieldErrorAsync(HttpResponseMessage r, string field)
     {
         await AssertProblemAsync(r, HttpStatusCode.BadRequest, field);
@@ -137,7 +137,7 @@ public sealed class SmallLimitsKestrelFixture : DatabaseFixture
     }
 }
 
-/// <summary>Early 413 (CONTRACT.md v1.2): a declared length over the route's limit is refused before the body is read.</summary>
+/// <summary>Early 413 (docs/CONTRACT.md "Conventions", limits): a declared length over the route's limit is refused before the body is read.</summary>
 public sealed class EarlyRefusalTests(SmallLimitsKestrelFixture fx) : IClassFixture<SmallLimitsKestrelFixture>
 {
     [Fact]

@@ -5,7 +5,7 @@ using Queue.Tests.Infrastructure;
 
 namespace Queue.Tests.Reliability;
 
-/// <summary>Issue 12: the fairness monitor's memory and sample cost stay flat however deep the backlog.</summary>
+/// <summary>the fairness monitor's memory and sample cost stay flat however deep the backlog.</summary>
 public sealed class FairnessMonitorBoundsTests(DatabaseFixture fx) : IClassFixture<DatabaseFixture>
 {
     private const int Jobs = FairnessMonitor.MaxSampledLanes + 1_000;

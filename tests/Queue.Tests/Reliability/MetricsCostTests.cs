@@ -5,7 +5,7 @@ using Queue.Tests.Infrastructure;
 
 namespace Queue.Tests.Reliability;
 
-/// <summary>Issue 12: the anonymous /metrics endpoint cannot make the database run its aggregate once per scrape.</summary>
+/// <summary>the anonymous /metrics endpoint cannot make the database run its aggregate once per scrape.</summary>
 public sealed class MetricsCostTests(ApiFixture fx) : IClassFixture<ApiFixture>
 {
     [Fact]

@@ -5,7 +5,7 @@ using static Queue.Tests.Jobs.JobsTestKit;
 
 namespace Queue.Tests.Reliability;
 
-/// <summary>Issue 12, required tests 9 and 12: another tenant's objects are invisible, and a body cannot set what the service owns.</summary>
+/// <summary>Reliability (docs/DESIGN.md "Invariants that failures must not break"): another tenant's objects are invisible, and a body cannot set what the service owns.</summary>
 public sealed class TenantIsolationTests(ApiFixture fx) : IClassFixture<ApiFixture>
 {
     private const string Secret = "only-tenant-a-may-read-this";

@@ -4,7 +4,7 @@ using Microsoft.Extensions.DependencyInjection;
 
 namespace Queue.Tests.Work;
 
-/// <summary>CONTRACT.md "Ordering", as /next hands items out. The fake clock starts in an even hour (smallest-first).</summary>
+/// <summary>docs/CONTRACT.md "Ordering", as /next hands items out. The fake clock starts in an even hour (smallest-first).</summary>
 public sealed class OrderingClaimTests(DirectClaimFixture fx) : OrderingClaimTestsBase<DirectClaimFixture>(fx), IClassFixture<DirectClaimFixture>;
 
 /// <summary>
