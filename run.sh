@@ -39,11 +39,15 @@ stop_all() {
 }
 trap stop_all INT TERM EXIT
 
-# The first command starts (or reuses) the private server and applies the migrations.
-dotnet "$(BIN Queue.Admin)" migrate
+# The services never start a database themselves: the private server (started or reused; it outlives this script
+# until stop_all) comes from the development-only Queue.Local, then the first command applies the migrations.
 if [ -z "$external_db" ]; then
-  export ConnectionStrings__Queue="Server=127.0.0.1;Port=5306;User ID=root;Password=;Database=queue"
+  # To a file, not $(...): the server inherits the command's stdout, and a pipe would stay open as long as it runs.
+  dotnet "$(BIN Queue.Local)" start-db --dir "$STATE/db" --port 5306 --database queue > "$STATE/db.connection"
+  ConnectionStrings__Queue=$(cat "$STATE/db.connection")
+  export ConnectionStrings__Queue
 fi
+dotnet "$(BIN Queue.Admin)" migrate
 
 if [ ! -f "$STATE/demo.env" ]; then
   echo "First run: creating the demo tenants, keys and technician..."

@@ -18,7 +18,7 @@ public static class Cli
     public static async Task<int> RunAsync(string[] args)
     {
         var config = new ConfigurationBuilder().AddEnvironmentVariables().AddCommandLine(args.Where(a => a.Contains('=', StringComparison.Ordinal)).ToArray()).Build();
-        var cs = await QueueDatabase.ResolveConnectionStringAsync(config);
+        var cs = QueueDatabase.ResolveConnectionString(config);
         await Migrations.ApplyAsync(cs, NullLogger.Instance);
         await using var db = new MySqlConnector.MySqlDataSourceBuilder(QueueDatabase.Normalize(cs)).Build();
         var clock = TimeProvider.System;

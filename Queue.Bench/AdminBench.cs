@@ -8,6 +8,7 @@ using MySqlConnector;
 using Queue.Bench.Harness;
 using Queue.Core.Data;
 using Queue.Core.Security;
+using Queue.Bench.Sql;
 using Queue.Core.Sql;
 
 namespace Queue.Bench;
@@ -118,7 +119,7 @@ public static partial class AdminBench
 
     private static string Ms(HistogramBase h, double p) => string.Create(CultureInfo.InvariantCulture, $"{Report.P(h, p):F1} ms");
 
-    private static async Task<LongConcurrentHistogram> MeasureAsync(string name, int count, Func<int, Task> request, Queue.Core.Local.ServiceProcess admin)
+    private static async Task<LongConcurrentHistogram> MeasureAsync(string name, int count, Func<int, Task> request, Queue.Local.ServiceProcess admin)
     {
         var h = Report.NewHistogram();
         var sw = Stopwatch.StartNew();

@@ -11,8 +11,9 @@ using MySqlConnector;
 using Queue.Bench.Harness;
 using Queue.Core.Claims;
 using Queue.Core.Data;
-using Queue.Core.Local;
+using Queue.Local;
 using Queue.Core.Security;
+using Queue.Bench.Sql;
 using Queue.Core.Sql;
 
 namespace Queue.Bench;

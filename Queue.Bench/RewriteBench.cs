@@ -10,6 +10,7 @@ using Queue.Core.Claims;
 using Queue.Core.Data;
 using Queue.Core.Ordering;
 using Queue.Core.Security;
+using Queue.Bench.Sql;
 using Queue.Core.Sql;
 
 namespace Queue.Bench;

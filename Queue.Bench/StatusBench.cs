@@ -2,6 +2,7 @@ using System.Diagnostics;
 using System.Globalization;
 using Dapper;
 using Queue.Bench.Harness;
+using Queue.Bench.Sql;
 using Queue.Core.Sql;
 
 namespace Queue.Bench;

@@ -19,12 +19,8 @@ public static class CoreServices
         services.TryAddSingleton(TimeProvider.System);
         services.TryAddSingleton<BackgroundWork>();
         services.AddHostedService<BackgroundWorkHost>();
-        services.AddOptions<OrderingOptions>().BindConfiguration("Ordering")
-            .Validate(o => o.IsValid(), "Ordering: Period must be 1 s to 1 day, Policy seed or tenant-fair, TimeZone a known zone")
-            .ValidateOnStart();
-        services.AddOptions<AuthOptions>().BindConfiguration("Auth")
-            .Validate(o => o.KeyCacheSeconds is >= 0 and <= 300, "Auth:KeyCacheSeconds must be 0 to 300")
-            .ValidateOnStart();
+        services.AddCheckedOptions<OrderingOptions, OrderingOptionsRules>();
+        services.AddCheckedOptions<AuthOptions, AuthOptionsRules>();
         services.AddSingleton<OrderingCalendar>();
         services.AddSingleton<OrderingLanes>();
         // Uploads in any host call WorkSignal.Notify() after they commit; Api processes wake their long-polls on it.

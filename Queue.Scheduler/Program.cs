@@ -5,9 +5,9 @@ using Queue.Core.Data;
 using Queue.Scheduler;
 
 var builder = WebApplication.CreateSlimBuilder(args);
-// Quartz needs the connection string while it is being configured, so the database is resolved (and migrated) here,
-// before the host is built, rather than in DatabaseBootstrap's start-up hook.
-var connectionString = await QueueDatabase.ResolveConnectionStringAsync(builder.Configuration);
+// Quartz needs the connection string while it is being configured, so it is resolved here (migrations still run in
+// DatabaseBootstrap before any hosted service starts).
+var connectionString = QueueDatabase.ResolveConnectionString(builder.Configuration);
 builder.Configuration["ConnectionStrings:Queue"] = connectionString;
 builder.Services.AddQueueCore();
 builder.Services.AddQueueScheduler(builder.Configuration, QueueDatabase.Normalize(connectionString));

@@ -1,31 +1,12 @@
 using System.Text.Json;
 using System.Text.Json.Serialization;
 using Quartz;
+using Queue.Core.Hosting;
 using Queue.Core.Maintenance;
 using Queue.Core.Ordering;
 using Queue.Scheduler.Jobs;
 
 namespace Queue.Scheduler;
-
-/// <summary>Section <c>Scheduler</c>: how the Quartz cluster behaves.</summary>
-public sealed class SchedulerOptions
-{
-    /// <summary>How often each node records that it is alive.</summary>
-    public TimeSpan CheckinInterval { get; set; } = TimeSpan.FromSeconds(5);
-
-    /// <summary>A node silent for this long past its check-in is presumed dead; a peer recovers its firings.</summary>
-    public TimeSpan CheckinMisfireThreshold { get; set; } = TimeSpan.FromSeconds(15);
-
-    /// <summary>A trigger this late is handled by its misfire policy (the rewrite's: fire now) instead of firing late.</summary>
-    public TimeSpan MisfireThreshold { get; set; } = TimeSpan.FromSeconds(30);
-
-    /// <summary>How long an idle node waits before it looks again for triggers another node scheduled.</summary>
-    public TimeSpan IdleWaitTime { get; set; } = TimeSpan.FromSeconds(5);
-
-    public bool IsValid() =>
-        CheckinInterval >= TimeSpan.FromMilliseconds(500) && CheckinMisfireThreshold >= TimeSpan.FromSeconds(1)
-        && MisfireThreshold >= TimeSpan.FromSeconds(1) && IdleWaitTime >= TimeSpan.FromSeconds(1);
-}
 
 public static partial class SchedulerHosting
 {
@@ -33,12 +14,8 @@ public static partial class SchedulerHosting
 
     public static IServiceCollection AddQueueScheduler(this IServiceCollection services, IConfiguration configuration, string connectionString)
     {
-        services.AddOptions<SchedulerOptions>().BindConfiguration("Scheduler")
-            .Validate(o => o.IsValid(), "Scheduler: CheckinInterval >= 0.5 s; CheckinMisfireThreshold, MisfireThreshold and IdleWaitTime >= 1 s")
-            .ValidateOnStart();
-        services.AddOptions<MaintenanceOptions>().BindConfiguration("Maintenance")
-            .Validate(o => o.IsValid(), "Maintenance: RetentionDays 1 to 36500, batches >= 1, intervals >= 1 s, RetentionPause 0 to 10 s")
-            .ValidateOnStart();
+        services.AddCheckedOptions<SchedulerOptions, SchedulerOptionsRules>();
+        services.AddCheckedOptions<MaintenanceOptions, MaintenanceOptionsRules>();
         services.AddSingleton<RetentionService>();
         services.AddSingleton<IdempotencyCleanup>();
         services.AddSingleton<CancelledLeaseSweep>();
@@ -46,9 +23,9 @@ public static partial class SchedulerHosting
         services.ConfigureHttpJsonOptions(o => o.SerializerOptions.TypeInfoResolverChain.Insert(0, SchedulerJsonContext.Default));
 
         // Quartz is configured while services are registered, before options can be resolved, so its settings are
-        // read from configuration here (the same values the validated options above hold).
-        var cluster = configuration.GetSection("Scheduler").Get<SchedulerOptions>() ?? new SchedulerOptions();
-        var maintenance = configuration.GetSection("Maintenance").Get<MaintenanceOptions>() ?? new MaintenanceOptions();
+        // bound here from the same sections and checked by the same rules as the options above.
+        var cluster = configuration.BindChecked<SchedulerOptions, SchedulerOptionsRules>();
+        var maintenance = configuration.BindChecked<MaintenanceOptions, MaintenanceOptionsRules>();
 
         services.AddQuartz(q =>
         {

@@ -1,7 +1,10 @@
+using Microsoft.AspNetCore.Antiforgery;
 using Microsoft.AspNetCore.Authentication.Cookies;
 using Microsoft.AspNetCore.Authorization;
+using Microsoft.Extensions.Options;
 using Queue.Core;
 using Queue.Core.Admin;
+using Queue.Core.Hosting;
 
 namespace Queue.Admin.Infrastructure;
 
@@ -15,8 +18,7 @@ public static class AdminHosting
         var services = builder.Services;
         services.AddQueueCore();
         services.AddQueueAdmin();
-        // Cookies go over HTTPS only, unless Admin:AllowHttp says this deployment has none (./run.sh on one machine, tests).
-        var cookies = builder.Configuration.GetValue<bool>("Admin:AllowHttp") ? CookieSecurePolicy.SameAsRequest : CookieSecurePolicy.Always;
+        services.AddCheckedOptions<AdminOptions, AdminOptionsRules>();
         services.AddAuthentication(CookieAuthenticationDefaults.AuthenticationScheme)
             .AddCookie(o =>
             {
@@ -26,7 +28,6 @@ public static class AdminHosting
                 o.Cookie.Name = "queue-admin";
                 o.Cookie.HttpOnly = true;
                 o.Cookie.SameSite = SameSiteMode.Strict;
-                o.Cookie.SecurePolicy = cookies;
                 o.SlidingExpiration = true;
                 o.ExpireTimeSpan = TimeSpan.FromHours(8);
             });
@@ -38,9 +39,11 @@ public static class AdminHosting
         {
             o.Cookie.Name = "queue-admin-af";
             o.Cookie.SameSite = SameSiteMode.Strict;
-            o.Cookie.SecurePolicy = cookies;
             o.FormFieldName = "__RequestVerificationToken";
         });
+        services.AddOptions<CookieAuthenticationOptions>(CookieAuthenticationDefaults.AuthenticationScheme)
+            .Configure<IOptions<AdminOptions>>((o, admin) => o.Cookie.SecurePolicy = SecurePolicy(admin.Value));
+        services.AddOptions<AntiforgeryOptions>().Configure<IOptions<AdminOptions>>((o, admin) => o.Cookie.SecurePolicy = SecurePolicy(admin.Value));
         services.AddRazorPages(o => o.Conventions
             .AuthorizeFolder("/", AdminPolicies.Technician)
             .AllowAnonymousToPage("/Account/Login")
@@ -54,6 +57,10 @@ public static class AdminHosting
             });
         return builder;
     }
+
+    /// <summary>HTTPS-only cookies unless the deployment says it has no HTTPS (<see cref="AdminOptions.AllowHttp"/>).</summary>
+    private static CookieSecurePolicy SecurePolicy(AdminOptions admin) =>
+        admin.AllowHttp ? CookieSecurePolicy.SameAsRequest : CookieSecurePolicy.Always;
 
     public static WebApplication UseQueueAdminUi(this WebApplication app)
     {

@@ -1,6 +1,7 @@
 using System.Globalization;
 using System.Security.Claims;
 using Queue.Core.Admin;
+using Queue.Core.Audit;
 
 namespace Queue.Admin.Infrastructure;
 

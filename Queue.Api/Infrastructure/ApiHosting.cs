@@ -3,28 +3,11 @@ using System.Text.Json.Serialization;
 using System.Threading.RateLimiting;
 using Microsoft.AspNetCore.RateLimiting;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
+using Microsoft.Extensions.Options;
 using Queue.Core;
+using Queue.Core.Hosting;
 
 namespace Queue.Api.Infrastructure;
-
-public sealed class ApiLimitsOptions
-{
-    /// <summary>Largest request body, in bytes (docs/CONTRACT.md: 64 MiB).</summary>
-    public long MaxRequestBytes { get; set; } = 64L * 1024 * 1024;
-
-    /// <summary>Largest single document, in bytes (docs/CONTRACT.md: 16 MiB).</summary>
-    public long MaxDocumentBytes { get; set; } = 16L * 1024 * 1024;
-
-    /// <summary>Requests in flight before new ones get 503 at once instead of queueing behind a slow database.</summary>
-    public int MaxConcurrentRequests { get; set; } = 1024;
-
-    /// <summary>POST /next calls in flight (long-polls included) before new ones get 503. Counted apart from
-    /// <see cref="MaxConcurrentRequests"/>, so idle pollers can never take the capacity complete and extend need.</summary>
-    public int MaxConcurrentPolls { get; set; } = 1024;
-
-    public bool IsValid() => MaxRequestBytes > 0 && MaxDocumentBytes > 0 && MaxDocumentBytes <= MaxRequestBytes && MaxConcurrentRequests > 0
-        && MaxConcurrentPolls > 0;
-}
 
 public static class ApiHosting
 {
@@ -37,13 +20,11 @@ public static class ApiHosting
     {
         var services = builder.Services;
         services.AddQueueCore();
-        services.AddOptions<ApiLimitsOptions>().BindConfiguration("Limits")
-            .Validate(o => o.IsValid(), "Limits: sizes must be positive and MaxDocumentBytes at most MaxRequestBytes").ValidateOnStart();
-        var limits = builder.Configuration.GetSection("Limits").Get<ApiLimitsOptions>() ?? new ApiLimitsOptions();
-        builder.WebHost.ConfigureKestrel(k =>
+        services.AddCheckedOptions<ApiLimitsOptions, ApiLimitsOptionsRules>();
+        services.AddOptions<KestrelServerOptions>().Configure<IOptions<ApiLimitsOptions>>((k, limits) =>
         {
             k.AddServerHeader = false;
-            k.Limits.MaxRequestBodySize = limits.MaxRequestBytes;
+            k.Limits.MaxRequestBodySize = limits.Value.MaxRequestBytes;
             k.Limits.MaxRequestHeadersTotalSize = 32 * 1024;
             k.Limits.MaxRequestLineSize = 8 * 1024;
             k.Limits.KeepAliveTimeout = TimeSpan.FromSeconds(120);

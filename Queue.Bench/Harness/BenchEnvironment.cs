@@ -1,6 +1,6 @@
 using Microsoft.Extensions.Logging.Abstractions;
 using Queue.Core.Data;
-using Queue.Core.Local;
+using Queue.Local;
 
 namespace Queue.Bench.Harness;
 

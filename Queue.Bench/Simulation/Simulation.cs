@@ -10,6 +10,7 @@ using Queue.Core.Data;
 using Queue.Core.Fairness;
 using Queue.Core.Ordering;
 using Queue.Core.Security;
+using Queue.Bench.Sql;
 using Queue.Core.Sql;
 
 namespace Queue.Bench.Simulation;
@@ -104,7 +105,7 @@ public sealed class Simulation(Scenario scenario, string policy, string connecti
             if (free > 0 && maybeWork)
             {
                 var slots = Enumerable.Range(0, free).Select(i => new ClaimSlot($"w{i}", now.AddMinutes(5), Reservation: false)).ToList();
-                var taken = await engine.TakeAsync([], slots, ct);
+                var taken = (await engine.ClaimAsync([new ClaimOrder([], [], slots)], ct))[0].ForSlots;
                 foreach (var item in taken)
                 {
                     running.Enqueue(item, now + scenario.ItemTime);

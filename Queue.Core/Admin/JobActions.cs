@@ -1,5 +1,6 @@
 using Dapper;
 using MySqlConnector;
+using Queue.Core.Audit;
 using Queue.Core.Data;
 using Queue.Core.Jobs;
 using Queue.Core.Ordering;

@@ -3,6 +3,8 @@ using MySqlConnector;
 using Queue.Core.Security;
 using Queue.Core.Sql;
 
+using Queue.Core.Audit;
+
 namespace Queue.Core.Admin;
 
 /// <summary>Tenant and key management for technicians: the Core services plus an audit entry for every change.</summary>

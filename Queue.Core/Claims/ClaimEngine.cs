@@ -39,10 +39,6 @@ public sealed class ClaimEngine
             return outcomes;
         }, ct);
 
-    /// <summary>Claims items for <paramref name="slots"/> alone (benchmarks and tests); the answer holds at most one item per slot.</summary>
-    public async Task<IReadOnlyList<TakenItem>> TakeAsync(IReadOnlyList<string> tasks, IReadOnlyList<ClaimSlot> slots, CancellationToken ct) =>
-        (await ClaimAsync([new ClaimOrder(tasks, [], slots)], ct))[0].ForSlots;
-
     /// <summary>
     /// Hands out the order's reserved items; a handout whose reservation was lost meanwhile (blocked, cancelled or
     /// expired) has its fallback slot claimed afresh, ahead of the order's own slots.

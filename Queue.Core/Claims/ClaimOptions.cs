@@ -1,3 +1,5 @@
+using Queue.Core.Hosting;
+
 namespace Queue.Core.Claims;
 
 /// <summary>Settings of the claim path (section <c>Claims</c>). The defaults are what the claim benchmark was run with.</summary>
@@ -36,11 +38,21 @@ public sealed class ClaimOptions
 
     /// <summary>How often per-tenant and per-worker counts are added to tenant_counters and workers.</summary>
     public int StatsFlushMilliseconds { get; set; } = 5000;
+}
 
-    public bool IsValid() =>
-        Prefetch is >= 0 and <= 10_000
-        && ReservationSeconds is >= 2 and <= 300
-        && PrefetchHoldMilliseconds > 0 && PrefetchHoldMilliseconds < ReservationSeconds * 500
-        && MaxPending > 0 && MaxBatch is > 0 and <= 10_000 && MaxConcurrentFlushes is >= 1 and <= 16
-        && DatabaseWaitMilliseconds > 0 && PollMilliseconds is >= 10 and <= 60_000 && StatsFlushMilliseconds >= 100;
+public sealed class ClaimOptionsRules() : OptionsRules<ClaimOptions>("Claims")
+{
+    protected override IEnumerable<(string Field, bool Holds, string MustBe)> Rules(ClaimOptions o) =>
+    [
+        (nameof(o.Prefetch), o.Prefetch is >= 0 and <= 10_000, "must be 0 to 10000"),
+        (nameof(o.ReservationSeconds), o.ReservationSeconds is >= 2 and <= 300, "must be 2 to 300"),
+        (nameof(o.PrefetchHoldMilliseconds), o.PrefetchHoldMilliseconds > 0 && o.PrefetchHoldMilliseconds < o.ReservationSeconds * 500,
+            "must be positive and below half of ReservationSeconds"),
+        (nameof(o.MaxPending), o.MaxPending > 0, "must be positive"),
+        (nameof(o.MaxBatch), o.MaxBatch is > 0 and <= 10_000, "must be 1 to 10000"),
+        (nameof(o.MaxConcurrentFlushes), o.MaxConcurrentFlushes is >= 1 and <= 16, "must be 1 to 16"),
+        (nameof(o.DatabaseWaitMilliseconds), o.DatabaseWaitMilliseconds > 0, "must be positive"),
+        (nameof(o.PollMilliseconds), o.PollMilliseconds is >= 10 and <= 60_000, "must be 10 to 60000"),
+        (nameof(o.StatsFlushMilliseconds), o.StatsFlushMilliseconds >= 100, "must be at least 100"),
+    ];
 }

@@ -1,5 +1,6 @@
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.DependencyInjection.Extensions;
+using Queue.Core.Hosting;
 
 namespace Queue.Core.Claims;
 
@@ -11,9 +12,7 @@ public static class ClaimServices
     /// </summary>
     public static IServiceCollection AddClaims(this IServiceCollection services)
     {
-        services.AddOptions<ClaimOptions>().BindConfiguration("Claims")
-            .Validate(o => o.IsValid(), "Claims: Prefetch 0-10000, ReservationSeconds 2-300, PrefetchHoldMilliseconds below half the reservation, positive limits")
-            .ValidateOnStart();
+        services.AddCheckedOptions<ClaimOptions, ClaimOptionsRules>();
         services.TryAddSingleton<ILaneSelector, SeedLaneSelector>();
         services.TryAddSingleton<ClaimCounters>();
         services.TryAddSingleton<LaneJanitor>();

@@ -5,7 +5,7 @@ using Microsoft.Extensions.Logging;
 namespace Queue.Core.Data;
 
 /// <summary>
-/// Finds (or starts) the database and applies the migrations before any hosted service or the web server starts,
+/// Finds the database and applies the migrations before any hosted service or the web server starts,
 /// so no request and no scheduled job ever sees a half-migrated schema.
 /// </summary>
 public sealed class DatabaseBootstrap(IConfiguration configuration, ILogger<DatabaseBootstrap> logger) : IHostedLifecycleService
@@ -20,7 +20,7 @@ public sealed class DatabaseBootstrap(IConfiguration configuration, ILogger<Data
     {
         if (connectionString is null)
         {
-            var cs = await QueueDatabase.ResolveConnectionStringAsync(configuration, ct);
+            var cs = QueueDatabase.ResolveConnectionString(configuration);
             await Migrations.ApplyAsync(cs, logger, ct);
             connectionString = cs;
         }

@@ -5,37 +5,32 @@ using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
 using MySqlConnector;
-using Queue.Core.Local;
 
 namespace Queue.Core.Data;
 
 public static class QueueDatabase
 {
     /// <summary>
-    /// The connection string from <c>ConnectionStrings:Queue</c> or <c>QUEUE_DB</c>. When neither is set, a private
-    /// MariaDB under <c>.queue/db</c> of the working directory is started or reused, the same one <c>./run.sh</c> uses.
+    /// The connection string from <c>ConnectionStrings:Queue</c> or <c>QUEUE_DB</c>. A service never starts a database
+    /// by itself: without one it stops at start-up and says how to run locally.
     /// </summary>
-    public static async Task<string> ResolveConnectionStringAsync(IConfiguration configuration, CancellationToken ct = default)
+    public static string ResolveConnectionString(IConfiguration configuration)
     {
         var configured = configuration.GetConnectionString("Queue");
         if (string.IsNullOrWhiteSpace(configured))
         {
             configured = configuration["QUEUE_DB"];
         }
-        if (!string.IsNullOrWhiteSpace(configured))
+        if (string.IsNullOrWhiteSpace(configured))
         {
-            return configured;
+            throw new InvalidOperationException(NoDatabaseMessage);
         }
-        var db = await PrivateMariaDb.StartOrAttachAsync(Path.Combine(".queue", "db"), port: 5306, tiedToThisProcess: false, ct);
-        const string name = "queue";
-        await using (var conn = new MySqlConnection(db.ServerConnectionString))
-        {
-            await conn.OpenAsync(ct);
-            await using var cmd = new MySqlCommand("CREATE DATABASE IF NOT EXISTS queue CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci", conn);
-            await cmd.ExecuteNonQueryAsync(ct);
-        }
-        return db.ConnectionStringFor(name);
+        return configured;
     }
+
+    public const string NoDatabaseMessage =
+        "No database is configured: set ConnectionStrings__Queue (or QUEUE_DB) to a MariaDB connection string. "
+        + "To run everything locally on a private MariaDB, use ./run.sh.";
 
     /// <summary>
     /// Registers the one <see cref="MySqlDataSource"/> of the process. It is built from <see cref="DatabaseBootstrap"/>,

@@ -9,46 +9,6 @@ using Queue.Core.Sql;
 
 namespace Queue.Core.Jobs;
 
-public sealed class JobOptions
-{
-    /// <summary>Documents larger than the probe streamed to the database at once. MySqlConnector sends a Stream value of a
-    /// prepared statement with COM_STMT_SEND_LONG_DATA through a pooled 16 MB buffer, so this caps that memory.</summary>
-    public int MaxConcurrentStreams { get; set; } = 8;
-
-    /// <summary>Inline documents per POST /jobs.</summary>
-    public int MaxInlineDocuments { get; set; } = 10_000;
-
-    /// <summary>Concurrent POST /jobs grouped into one transaction at most (docs/DESIGN.md "Grouped submissions").</summary>
-    public int SubmissionBatch { get; set; } = 64;
-
-    /// <summary>Inline bytes (base64 and metadata) one grouped transaction carries at most; a larger single job goes alone.</summary>
-    public long SubmissionBatchBytes { get; set; } = 8L * 1024 * 1024;
-
-    /// <summary>POST /jobs waiting for a grouped transaction, beyond which new ones get 503 at once.</summary>
-    public int MaxPendingSubmissions { get; set; } = 1024;
-
-    /// <summary>Grouped submission transactions in flight at once: two keep the database busy while one commits.</summary>
-    public int MaxConcurrentSubmissionFlushes { get; set; } = 2;
-
-    /// <summary>How long a POST /jobs waits for its grouped transaction before it answers 503 with Retry-After.</summary>
-    public int DatabaseWaitMilliseconds { get; set; } = 10_000;
-
-    /// <summary>
-    /// An upload whose documents together are at most this many bytes is read whole before its transaction and grouped
-    /// with the other small uploads of the moment (docs/DESIGN.md "Grouped submissions"); a larger one streams into a
-    /// transaction of its own. At most <see cref="JobService.ProbeBytes"/>.
-    /// </summary>
-    public int GroupedUploadBytes { get; set; } = 64 * 1024;
-
-    internal Data.GroupLimits GroupLimits =>
-        new(MaxPendingSubmissions, MaxConcurrentSubmissionFlushes, SubmissionBatch, SubmissionBatchBytes, DatabaseWaitMilliseconds);
-
-    public bool IsValid() => GroupedUploadBytes is >= 0 and <= JobService.ProbeBytes && MaxConcurrentStreams is >= 1 and <= 256 && MaxInlineDocuments is >= 1 and <= 1_000_000
-        && SubmissionBatch is >= 1 and <= 1000 && SubmissionBatchBytes >= 1024 && MaxPendingSubmissions >= 1
-        && MaxConcurrentSubmissionFlushes is >= 1 and <= 16 && DatabaseWaitMilliseconds > 0;
-}
-
-/// <summary>Creating jobs, adding documents (streamed), closing and cancelling. Every call checks the tenant.</summary>
 public sealed class JobService(MySqlDataSource db, TimeProvider clock, OrderingLanes lanes, TenantCache tenants, IOptions<JobOptions> options, WorkSignal work,
     SubmissionBatcher submissions, UploadBatcher uploads) : IDisposable
 {

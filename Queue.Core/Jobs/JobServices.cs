@@ -1,4 +1,5 @@
 using Microsoft.Extensions.DependencyInjection;
+using Queue.Core.Hosting;
 
 namespace Queue.Core.Jobs;
 
@@ -7,9 +8,7 @@ public static class JobServices
     /// <summary>Job submission and status services (docs/DESIGN.md "Submission"), shared by the Api and the Admin UI.</summary>
     public static IServiceCollection AddJobs(this IServiceCollection services)
     {
-        services.AddOptions<JobOptions>().BindConfiguration("Jobs")
-            .Validate(o => o.IsValid(), "Jobs: MaxConcurrentStreams must be 1 to 256, MaxInlineDocuments 1 to 1000000, SubmissionBatch 1 to 1000, SubmissionBatchBytes at least 1024, MaxConcurrentSubmissionFlushes 1 to 16, MaxPendingSubmissions and DatabaseWaitMilliseconds positive")
-            .ValidateOnStart();
+        services.AddCheckedOptions<JobOptions, JobOptionsRules>();
         services.AddSingleton<TenantCache>();
         services.AddSingleton<ThroughputMeter>();
         services.AddSingleton<JobStatusService>();

@@ -7,42 +7,6 @@ using Queue.Core.Sql;
 
 namespace Queue.Core.Maintenance;
 
-/// <summary>Section <c>Maintenance</c>: the Scheduler's housekeeping jobs.</summary>
-public sealed class MaintenanceOptions
-{
-    /// <summary>Items, errors and documents of jobs done or cancelled longer ago than this are deleted.</summary>
-    public int RetentionDays { get; set; } = 30;
-
-    public TimeSpan RetentionInterval { get; set; } = TimeSpan.FromMinutes(10);
-
-    /// <summary>Items deleted per transaction; small, so no transaction holds locks or undo for long.</summary>
-    public int RetentionItemBatch { get; set; } = 1000;
-
-    /// <summary>Documents per transaction; each can carry up to 16 MiB of content.</summary>
-    public int RetentionDocumentBatch { get; set; } = 20;
-
-    /// <summary>Pause between retention batches, so purging yields the disk and the buffer pool to claims.</summary>
-    public TimeSpan RetentionPause { get; set; } = TimeSpan.FromMilliseconds(20);
-
-    /// <summary>One retention run stops after this long and the next run carries on from its cursor.</summary>
-    public TimeSpan RetentionMaxRun { get; set; } = TimeSpan.FromMinutes(5);
-
-    public TimeSpan IdempotencyInterval { get; set; } = TimeSpan.FromMinutes(5);
-
-    /// <summary>How often expired overrides are switched off between rewrites (a rewrite also does it).</summary>
-    public TimeSpan OverrideSweepInterval { get; set; } = TimeSpan.FromSeconds(15);
-
-    public bool IsValid() =>
-        RetentionDays is >= 1 and <= 36500
-        && RetentionItemBatch is >= 1 and <= 100_000
-        && RetentionDocumentBatch is >= 1 and <= 10_000
-        && RetentionPause >= TimeSpan.Zero && RetentionPause <= TimeSpan.FromSeconds(10)
-        && RetentionMaxRun >= TimeSpan.FromSeconds(1)
-        && RetentionInterval >= TimeSpan.FromSeconds(1)
-        && IdempotencyInterval >= TimeSpan.FromSeconds(1)
-        && OverrideSweepInterval >= TimeSpan.FromSeconds(1);
-}
-
 public sealed record RetentionResult(int Jobs, long Items, long Documents, long Snapshots);
 
 /// <summary>

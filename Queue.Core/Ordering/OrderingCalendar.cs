@@ -8,51 +8,6 @@ public enum OrderingMode
     Oldest,
 }
 
-public sealed class OrderingOptions
-{
-    /// <summary>Length of one ordering period; the modes alternate every period. <c>Ordering__Period=00:00:20</c> gives 20 s.</summary>
-    public TimeSpan Period { get; set; } = TimeSpan.FromHours(1);
-
-    /// <summary>IANA or system id of the zone whose midnight starts period 0.</summary>
-    public string TimeZone { get; set; } = "UTC";
-
-    /// <summary><c>seed</c> (docs/CONTRACT.md's job order) or <c>tenant-fair</c>.</summary>
-    public string Policy { get; set; } = Seed;
-
-    public const string Seed = "seed";
-
-    public const string TenantFair = "tenant-fair";
-
-    public bool IsValid() =>
-        Period >= TimeSpan.FromSeconds(1) && Period <= TimeSpan.FromDays(1)
-        && Policy is Seed or TenantFair
-        && TryZone(TimeZone) is not null;
-
-    internal static TimeZoneInfo? TryZone(string id)
-    {
-        try
-        {
-            return TimeZoneInfo.FindSystemTimeZoneById(id);
-        }
-        catch (TimeZoneNotFoundException)
-        {
-            return null;
-        }
-    }
-}
-
-/// <param name="Index">Whole periods since local midnight: even is smallest-first, odd is oldest-first.</param>
-public sealed record OrderingPeriod(long Index, DateTimeOffset Start, DateTimeOffset End, OrderingMode Mode)
-{
-    public string ModeName => Mode == OrderingMode.Smallest ? "smallest" : "oldest";
-
-    public OrderingMode NextMode => Mode == OrderingMode.Smallest ? OrderingMode.Oldest : OrderingMode.Smallest;
-}
-
-/// <summary>
-/// Which ordering mode is in force at a moment. The Api (provisional values) and the Scheduler (rewrites) both ask
-/// this one class with the same settings, so they never disagree about the mode.
-/// </summary>
 public sealed class OrderingCalendar(TimeProvider clock, IOptions<OrderingOptions> options)
 {
     public OrderingPeriod Current => At(clock.GetUtcNow());

@@ -4,7 +4,7 @@ using System.Text.Json;
 using Dapper;
 using Microsoft.Extensions.Logging;
 using MySqlConnector;
-using Queue.Core.Admin;
+using Queue.Core.Audit;
 using Queue.Core.Data;
 using Queue.Core.Sql;
 

@@ -23,13 +23,6 @@ public sealed record IssuedKey(long Id, string Secret, string Prefix, KeyRole Ro
 
 public sealed record KeyInfo(long Id, long? TenantId, string Role, string Prefix, string? Label, DateTime CreatedAt, DateTime? RevokedAt);
 
-public sealed class AuthOptions
-{
-    /// <summary>How long a resolved key is remembered in memory. Revocation takes effect everywhere within this time
-    /// (at once in the process that revoked it). Workers poll hard, so a lookup per request would double database load.</summary>
-    public int KeyCacheSeconds { get; set; } = 5;
-}
-
 public sealed class ApiKeyService(MySqlDataSource db, TimeProvider clock, IOptions<AuthOptions> options)
 {
     private readonly ConcurrentDictionary<string, (Principal? Principal, long ExpiresAt)> cache = new(StringComparer.Ordinal);

@@ -4,7 +4,7 @@ using System.Net.Http.Headers;
 using System.Net.Http.Json;
 using System.Text.Json;
 using Microsoft.Playwright;
-using Queue.Core.Local;
+using Queue.Local;
 using Queue.Core.Security;
 using Queue.Tests.Infrastructure;
 

@@ -1,5 +1,5 @@
 using Queue.Client;
-using Queue.Core.Local;
+using Queue.Local;
 using Queue.Core.Security;
 using Queue.Tests.Infrastructure;
 

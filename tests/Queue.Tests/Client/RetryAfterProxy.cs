@@ -2,7 +2,7 @@ using System.Collections.Concurrent;
 using System.Diagnostics;
 using System.Net;
 using System.Net.Http.Headers;
-using Queue.Core.Local;
+using Queue.Local;
 
 namespace Queue.Tests.Client;
 

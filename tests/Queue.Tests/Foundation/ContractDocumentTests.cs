@@ -53,7 +53,7 @@ public sealed partial class ContractDocumentTests(ApiFixture fx) : IClassFixture
     /// <summary>Each route heading (### `METHOD /path?query`) and the codes on its "Answers:" line.</summary>
     private static Dictionary<string, HashSet<int>> Documented()
     {
-        var text = File.ReadAllText(Path.Combine(RepoRoot(), "docs", "docs/CONTRACT.md"));
+        var text = File.ReadAllText(Path.Combine(RepoRoot(), "docs", "CONTRACT.md"));
         var routes = new Dictionary<string, HashSet<int>>(StringComparer.Ordinal);
         string? current = null;
         foreach (var line in text.Split('\n'))

@@ -1,6 +1,6 @@
 using Dapper;
 using MySqlConnector;
-using Queue.Core.Local;
+using Queue.Local;
 using Queue.Tests.Infrastructure;
 
 namespace Queue.Tests.Foundation;

@@ -1,6 +1,6 @@
 using Dapper;
 using MySqlConnector;
-using Queue.Core.Local;
+using Queue.Local;
 
 namespace Queue.Tests.Foundation;
 

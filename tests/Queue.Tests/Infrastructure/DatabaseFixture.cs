@@ -4,7 +4,7 @@ using Microsoft.Extensions.Options;
 using MySqlConnector;
 using Queue.Core;
 using Queue.Core.Data;
-using Queue.Core.Local;
+using Queue.Local;
 using Queue.Core.Security;
 
 namespace Queue.Tests.Infrastructure;

@@ -1,4 +1,4 @@
-using Queue.Core.Local;
+using Queue.Local;
 
 namespace Queue.Tests.Infrastructure;
 

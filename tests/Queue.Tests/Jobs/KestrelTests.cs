@@ -2,7 +2,7 @@ using System.Net;
 using System.Net.Sockets;
 using System.Text;
 
-using Queue.Core.Local;
+using Queue.Local;
 using Queue.Tests.Infrastructure;
 using static Queue.Tests.Jobs.JobsTestKit;
 

@@ -120,7 +120,7 @@ public sealed class SmallLimitsKestrelFixture : DatabaseFixture
     public override async Task InitializeAsync()
     {
         await base.InitializeAsync();
-        Port = Queue.Core.Local.PrivateMariaDb.FreePort();
+        Port = Queue.Local.PrivateMariaDb.FreePort();
         Api = new ApiFactory(ConnectionString, new Dictionary<string, string?>
         {
             ["Limits:MaxDocumentBytes"] = "1024",

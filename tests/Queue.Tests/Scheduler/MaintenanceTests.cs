@@ -1,7 +1,7 @@
 using Dapper;
 using Microsoft.Extensions.Logging.Abstractions;
 using Microsoft.Extensions.Options;
-using Queue.Core.Local;
+using Queue.Local;
 using Queue.Core.Maintenance;
 
 namespace Queue.Tests.Scheduler;

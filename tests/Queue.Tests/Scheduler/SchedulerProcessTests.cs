@@ -3,7 +3,7 @@ using System.Text.Json;
 using Dapper;
 using MySqlConnector;
 using Queue.Core.Data;
-using Queue.Core.Local;
+using Queue.Local;
 using Queue.Core.Ordering;
 
 namespace Queue.Tests.Scheduler;

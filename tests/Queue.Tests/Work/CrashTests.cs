@@ -1,7 +1,7 @@
 using System.Net;
 using System.Net.Http.Json;
 using System.Text.Json;
-using Queue.Core.Local;
+using Queue.Local;
 
 namespace Queue.Tests.Work;
 

@@ -4,7 +4,7 @@ using Dapper;
 using MySqlConnector;
 using Queue.Core.Sql;
 
-namespace Queue.Core.Admin;
+namespace Queue.Core.Audit;
 
 /// <summary>Who acts: the signed-in technician. The login is what the audit log shows.</summary>
 public sealed record Actor(long TechnicianId, string Login);

@@ -2,7 +2,7 @@ using System.Diagnostics;
 using System.Globalization;
 
 
-namespace Queue.Core.Local;
+namespace Queue.Local;
 
 /// <summary>A real service process (Queue.Api, Queue.Admin or Queue.Scheduler) started from the test's output folder.</summary>
 public sealed class ServiceProcess : IAsyncDisposable
@@ -110,6 +110,21 @@ public sealed class ServiceProcess : IAsyncDisposable
             await Task.Delay(100);
         }
         throw new TimeoutException($"{Url}{path} did not become healthy:\n{Output}");
+    }
+
+    /// <summary>The exit code once the process ended by itself within <paramref name="timeout"/>; null while it still runs.</summary>
+    public async Task<int?> WaitForExitAsync(TimeSpan timeout)
+    {
+        using var cts = new CancellationTokenSource(timeout);
+        try
+        {
+            await process.WaitForExitAsync(cts.Token);
+            return process.ExitCode;
+        }
+        catch (OperationCanceledException)
+        {
+            return null;
+        }
     }
 
     /// <summary>SIGKILL: the process gets no chance to clean up, as in a crash.</summary>

@@ -1,4 +1,4 @@
-namespace Queue.Core.Sql;
+namespace Queue.Bench.Sql;
 
 /// <summary>
 /// Set-based seeding for the status benchmark (Queue.Bench "status"): 1,000 closed jobs x 2,000 documents x 5 tasks =

@@ -1,4 +1,4 @@
-namespace Queue.Core.Sql;
+namespace Queue.Bench.Sql;
 
 /// <summary>
 /// The fairness simulator's (Queue.Bench) shortcut for submitting work: a closed job with N items on one document,

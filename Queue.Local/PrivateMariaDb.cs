@@ -4,7 +4,7 @@ using System.Net;
 using System.Net.Sockets;
 using MySqlConnector;
 
-namespace Queue.Core.Local;
+namespace Queue.Local;
 
 /// <summary>
 /// A private MariaDB server on 127.0.0.1, owned by this machine's user. The run command, the tests and the benchmarks
@@ -186,17 +186,24 @@ public sealed class PrivateMariaDb : IAsyncDisposable
     }
 
     /// <summary>Creates an empty database (dropping any with that name).</summary>
-    public async Task<string> CreateDatabaseAsync(string name, CancellationToken ct = default)
+    public Task<string> CreateDatabaseAsync(string name, CancellationToken ct = default) =>
+        RunOnDatabaseAsync(name, "DROP DATABASE IF EXISTS `{0}`; CREATE DATABASE `{0}` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci", ct);
+
+    /// <summary>Creates the database unless it exists (./run.sh keeps its data between runs).</summary>
+    public Task<string> EnsureDatabaseAsync(string name, CancellationToken ct = default) =>
+        RunOnDatabaseAsync(name, "CREATE DATABASE IF NOT EXISTS `{0}` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci", ct);
+
+    private async Task<string> RunOnDatabaseAsync(string name, string sql, CancellationToken ct)
     {
-        await using var conn = new MySqlConnection(ServerConnectionString);
-        await conn.OpenAsync(ct);
-        await using var cmd = conn.CreateCommand();
         // Database names cannot be parameters; the name is checked to be a plain identifier first.
-        if (!name.All(c => char.IsAsciiLetterOrDigit(c) || c == '_'))
+        if (name.Length == 0 || !name.All(c => char.IsAsciiLetterOrDigit(c) || c == '_'))
         {
             throw new ArgumentException("database names are letters, digits and underscores", nameof(name));
         }
-        cmd.CommandText = $"DROP DATABASE IF EXISTS `{name}`; CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci";
+        await using var conn = new MySqlConnection(ServerConnectionString);
+        await conn.OpenAsync(ct);
+        await using var cmd = conn.CreateCommand();
+        cmd.CommandText = string.Format(CultureInfo.InvariantCulture, sql, name);
         await cmd.ExecuteNonQueryAsync(ct);
         return ConnectionStringFor(name);
     }

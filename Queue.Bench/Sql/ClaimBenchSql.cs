@@ -1,4 +1,4 @@
-namespace Queue.Core.Sql;
+namespace Queue.Bench.Sql;
 
 /// <summary>
 /// Set-based seeding for the claim benchmark (Queue.Bench ClaimBench): millions of items in seconds through MariaDB's

@@ -1,0 +1,55 @@
+using Queue.Core.Hosting;
+
+namespace Queue.Core.Ordering;
+
+/// <summary>Section <c>Ordering</c>: the periods, their zone, and the claim policy.</summary>
+public sealed class OrderingOptions
+{
+    /// <summary>Length of one ordering period; the modes alternate every period. <c>Ordering__Period=00:00:20</c> gives 20 s.</summary>
+    public TimeSpan Period { get; set; } = TimeSpan.FromHours(1);
+
+    /// <summary>IANA or system id of the zone whose midnight starts period 0.</summary>
+    public string TimeZone { get; set; } = "UTC";
+
+    /// <summary><c>seed</c> (docs/CONTRACT.md's job order) or <c>tenant-fair</c>.</summary>
+    public string Policy { get; set; } = Seed;
+
+    public const string Seed = "seed";
+
+    public const string TenantFair = "tenant-fair";
+
+    internal static TimeZoneInfo? TryZone(string id)
+    {
+        try
+        {
+            return TimeZoneInfo.FindSystemTimeZoneById(id);
+        }
+        catch (TimeZoneNotFoundException)
+        {
+            return null;
+        }
+    }
+}
+
+/// <param name="Index">Whole periods since local midnight: even is smallest-first, odd is oldest-first.</param>
+public sealed record OrderingPeriod(long Index, DateTimeOffset Start, DateTimeOffset End, OrderingMode Mode)
+{
+    public string ModeName => Mode == OrderingMode.Smallest ? "smallest" : "oldest";
+
+    public OrderingMode NextMode => Mode == OrderingMode.Smallest ? OrderingMode.Oldest : OrderingMode.Smallest;
+}
+
+/// <summary>
+/// Which ordering mode is in force at a moment. The Api (provisional values) and the Scheduler (rewrites) both ask
+/// this one class with the same settings, so they never disagree about the mode.
+/// </summary>
+
+public sealed class OrderingOptionsRules() : OptionsRules<OrderingOptions>("Ordering")
+{
+    protected override IEnumerable<(string Field, bool Holds, string MustBe)> Rules(OrderingOptions o) =>
+    [
+        (nameof(o.Period), o.Period >= TimeSpan.FromSeconds(1) && o.Period <= TimeSpan.FromDays(1), "must be 1 second to 1 day"),
+        (nameof(o.Policy), o.Policy is OrderingOptions.Seed or OrderingOptions.TenantFair, $"must be {OrderingOptions.Seed} or {OrderingOptions.TenantFair}"),
+        (nameof(o.TimeZone), OrderingOptions.TryZone(o.TimeZone) is not null, "must be a known time zone id"),
+    ];
+}
