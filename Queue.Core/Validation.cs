@@ -41,6 +41,7 @@ public static partial class Validation
         return null;
     }
 
+    /// <summary>A new tenant: its name and its settings.</summary>
     public static Dictionary<string, string[]> Tenant(string name, TenantSettings s)
     {
         var errors = new Dictionary<string, string[]>();
@@ -48,6 +49,17 @@ public static partial class Validation
         {
             errors["name"] = ["use 1 to 64 of a-z, 0-9 and '-', starting with a letter or digit"];
         }
+        foreach (var (field, messages) in TenantSettings(s))
+        {
+            errors[field] = messages;
+        }
+        return errors;
+    }
+
+    /// <summary>A tenant's settings alone (an update never renames).</summary>
+    public static Dictionary<string, string[]> TenantSettings(TenantSettings s)
+    {
+        var errors = new Dictionary<string, string[]>();
         if (Tasks(s.DefaultTasks, 5, allowEmpty: false) is { } t)
         {
             errors["defaultTasks"] = [t];

@@ -128,13 +128,13 @@ public static partial class SchedulerHosting
             }
         }
 
-        [LoggerMessage(Level = LogLevel.Information, Message = "Quartz started: scheduler {Name}, instance {Instance}, clustered on MariaDB")]
+        [LoggerMessage(EventId = 4102, Level = LogLevel.Information, Message = "Quartz started: scheduler {Name}, instance {Instance}, clustered on MariaDB")]
         private static partial void QuartzStarted(ILogger logger, string name, string instance);
 
-        [LoggerMessage(Level = LogLevel.Information, Message = "ordering: {Mode} period {Start:o} to {End:o}; its rewrite is scheduled")]
+        [LoggerMessage(EventId = 4103, Level = LogLevel.Information, Message = "The {Mode} period {Start:o} to {End:o} has its rewrite scheduled")]
         private static partial void ChainReady(ILogger logger, string mode, DateTimeOffset start, DateTimeOffset end);
 
-        [LoggerMessage(Level = LogLevel.Warning, Message = "could not schedule the ordering rewrite (attempt {Attempt}); retrying")]
+        [LoggerMessage(EventId = 4104, Level = LogLevel.Warning, Message = "The ordering rewrite could not be scheduled (attempt {Attempt}); retrying")]
         private static partial void ChainRetry(ILogger logger, int attempt, Exception ex);
     }
 }

@@ -61,6 +61,6 @@ public sealed partial class FairnessExporter(IServiceProvider services, TimeProv
         }
     }
 
-    [LoggerMessage(Level = LogLevel.Warning, Message = "The fairness metrics could not be computed this round")]
+    [LoggerMessage(EventId = 5001, Level = LogLevel.Warning, Message = "The fairness metrics could not be computed this round; the next round tries again")]
     private static partial void LogFailed(ILogger logger, Exception exception);
 }

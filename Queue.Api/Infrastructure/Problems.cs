@@ -37,11 +37,13 @@ public static partial class Problems
         return app;
     }
 
+    private const string ValidationTitle = "The request is invalid.";
+
     public static ValidationProblem Validation(string field, string message) =>
         Validation(new Dictionary<string, string[]> { [field] = [message] });
 
     public static ValidationProblem Validation(IDictionary<string, string[]> errors) =>
-        TypedResults.ValidationProblem(errors, detail: ValidationDetail(errors), title: "The request is invalid.");
+        TypedResults.ValidationProblem(errors, detail: ValidationDetail(errors), title: ValidationTitle);
 
     /// <summary>docs/CONTRACT.md "Conventions": one sentence naming the first bad field and what is wrong with it.</summary>
     public static string ValidationDetail(IEnumerable<KeyValuePair<string, string[]>> errors)
@@ -81,7 +83,7 @@ public static partial class Problems
         {
             var (status, title, detail, errors) = exception switch
             {
-                ValidationException v => (400, "The request is invalid.", ValidationDetail(v.Errors), v.Errors),
+                ValidationException v => (400, ValidationTitle, ValidationDetail(v.Errors), v.Errors),
                 PayloadTooLargeException p => (413, "Payload Too Large", p.Message, null),
                 BadHttpRequestException { StatusCode: 413 } => (413, "Payload Too Large", "the request body is over the limit", null),
                 BadHttpRequestException b when b.InnerException is JsonException j => (400, "Malformed JSON", ValidationDetail(JsonErrors(j)), JsonErrors(j)),
@@ -141,7 +143,7 @@ public static partial class Problems
             return new Dictionary<string, string[]> { [path] = [JsonDetail(j)] };
         }
 
-        [LoggerMessage(Level = LogLevel.Error, Message = "Unhandled error on {Method} {Path}")]
+        [LoggerMessage(EventId = 1001, Level = LogLevel.Error, Message = "An unhandled error answered {Method} {Path} with 500")]
         private static partial void LogUnhandled(ILogger logger, Exception exception, string method, string path);
     }
 }

@@ -1,5 +1,4 @@
 using System.Globalization;
-using System.Runtime.CompilerServices;
 using System.Security.Claims;
 using System.Text.Json;
 using System.Text.Json.Serialization.Metadata;
@@ -7,7 +6,6 @@ using Microsoft.AspNetCore.Http.HttpResults;
 using Microsoft.AspNetCore.Http.Json;
 using FromQueryAttribute = Microsoft.AspNetCore.Mvc.FromQueryAttribute;
 using Microsoft.AspNetCore.RateLimiting;
-using Microsoft.AspNetCore.WebUtilities;
 using Microsoft.Extensions.Options;
 using Microsoft.Net.Http.Headers;
 using Queue.Api.Infrastructure;
@@ -137,7 +135,7 @@ public static class JobsApi
             {
                 return Problems.Validation("Content-Type", "multipart/form-data needs a boundary of 1 to 200 characters");
             }
-            documents = Multipart(body, boundary, ct);
+            documents = UploadBodies.Multipart(body, boundary, ct);
         }
         else
         {
@@ -152,7 +150,7 @@ public static class JobsApi
             {
                 return Problems.Validation(errors);
             }
-            documents = One(new IncomingDocument(name!, type, body));
+            documents = UploadBodies.One(new IncomingDocument(name!, type, body));
         }
         var (outcome, result) = await jobs.UploadAsync(user.TenantId(), id, documents, limits.Value.MaxDocumentBytes, ct);
         if (outcome != Outcome.Ok)
@@ -165,36 +163,6 @@ public static class JobsApi
         var response = new UploadResponse(result.Documents, result.ItemsAdded);
         IdempotencyFilter.Committed(http, StatusCodes.Status201Created, location, response);
         return TypedResults.Created(location, response);
-    }
-
-    private static async IAsyncEnumerable<IncomingDocument> One(IncomingDocument document)
-    {
-        await Task.CompletedTask;
-        yield return document;
-    }
-
-    /// <summary>One document per file part, each read as a stream straight from the request body.</summary>
-    private static async IAsyncEnumerable<IncomingDocument> Multipart(Stream body, string boundary, [EnumeratorCancellation] CancellationToken ct)
-    {
-        var reader = new MultipartReader(boundary, body) { HeadersLengthLimit = 16 * 1024, BodyLengthLimit = null };
-        var index = 0;
-        while (await MalformedMultipart.Guard(() => reader.ReadNextSectionAsync(ct), ct) is { } section)
-        {
-            var disposition = section.GetContentDispositionHeader();
-            if (disposition is null || !disposition.IsFileDisposition())
-            {
-                var part = disposition?.Name.Value ?? $"part {index}";
-                throw new Core.ValidationException(new Dictionary<string, string[]>
-                {
-                    [part] = ["only file parts are accepted: send each document with a filename"],
-                });
-            }
-            var fileName = HeaderUtilities.RemoveQuotes(disposition.FileNameStar.HasValue ? disposition.FileNameStar : disposition.FileName).Value;
-            yield return new IncomingDocument(fileName ?? "", section.ContentType ?? "application/octet-stream", new MalformedMultipart(section.Body, ct));
-            index++;
-        }
-        // The epilogue too, before the upload commits: the Idempotency-Key's fingerprint covers every byte sent.
-        await body.CopyToAsync(Stream.Null, ct);
     }
 
     private static async Task<Results<Ok<JobStatus>, ProblemHttpResult>> GetAsync(long id, ClaimsPrincipal user, JobStatusService status, CancellationToken ct) =>
@@ -307,71 +275,4 @@ public static class JobsApi
 
     private static ProblemHttpResult UnsupportedMediaType(string detail) =>
         TypedResults.Problem(statusCode: 415, title: "Unsupported Media Type", detail: detail);
-}
-
-/// <summary>
-/// A multipart body that does not parse for its boundary is the client's error (docs/CONTRACT.md "POST /jobs/{id}/documents": 400, never a 5xx).
-/// MultipartReader reports it as InvalidDataException or a plain IOException; a client that went away is not that.
-/// </summary>
-internal sealed class MalformedMultipart(Stream section, CancellationToken ct) : Stream
-{
-    public static async Task<T> Guard<T>(Func<Task<T>> read, CancellationToken ct)
-    {
-        try
-        {
-            return await read();
-        }
-        catch (Exception ex) when (IsMalformed(ex, ct))
-        {
-            throw new Core.ValidationException(new Dictionary<string, string[]>
-            {
-                ["body"] = [$"is not valid multipart/form-data for its boundary: {ex.Message}"],
-            });
-        }
-    }
-
-    private static bool IsMalformed(Exception ex, CancellationToken ct) =>
-        !ct.IsCancellationRequested && (ex is InvalidDataException
-            || (ex is IOException && ex is not BadHttpRequestException && ex is not Microsoft.AspNetCore.Connections.ConnectionResetException));
-
-    public override async ValueTask<int> ReadAsync(Memory<byte> buffer, CancellationToken cancellationToken = default) =>
-        await Guard(() => section.ReadAsync(buffer, cancellationToken).AsTask(), ct);
-
-    public override Task<int> ReadAsync(byte[] buffer, int offset, int count, CancellationToken cancellationToken) =>
-        ReadAsync(buffer.AsMemory(offset, count), cancellationToken).AsTask();
-
-    public override int Read(byte[] buffer, int offset, int count) => throw new NotSupportedException("read asynchronously");
-
-    public override bool CanRead => true;
-
-    public override bool CanSeek => false;
-
-    public override bool CanWrite => false;
-
-    public override long Length => throw new NotSupportedException();
-
-    public override long Position { get => throw new NotSupportedException(); set => throw new NotSupportedException(); }
-
-    public override void Flush()
-    {
-    }
-
-    public override long Seek(long offset, SeekOrigin origin) => throw new NotSupportedException();
-
-    public override void SetLength(long value) => throw new NotSupportedException();
-
-    public override void Write(byte[] buffer, int offset, int count) => throw new NotSupportedException();
-}
-
-/// <summary>The request body, stopped with 413 past the request limit, whatever the server in front enforces.</summary>
-internal static class RequestLimit
-{
-    public static Stream Body(HttpContext http, long maxBytes)
-    {
-        if (http.Request.ContentLength > maxBytes)
-        {
-            throw new PayloadTooLargeException($"the request body is over the limit of {maxBytes} bytes");
-        }
-        return new MeteredStream(http.Request.Body, maxBytes, "the request body");
-    }
 }

@@ -3,7 +3,6 @@ using System.Text.Json.Serialization;
 using Microsoft.AspNetCore.Http.HttpResults;
 using Microsoft.AspNetCore.Mvc;
 using Queue.Api.Infrastructure;
-using Queue.Core;
 using Queue.Core.Claims;
 using Queue.Core.Data;
 using Queue.Core.Work;
@@ -46,7 +45,7 @@ public static class WorkerApi
         NextService next, HttpContext http, CancellationToken ct)
     {
         body ??= new NextRequest(null, null, null, null, null);
-        var errors = Validate(body);
+        var errors = WorkValidation.Next(body.Worker, body.Tasks, body.Max, body.Wait, body.Lease);
         if (errors.Count > 0)
         {
             return Problems.Validation(errors);
@@ -87,11 +86,11 @@ public static class WorkerApi
     private static async Task<Results<NoContent, ValidationProblem, ProblemHttpResult>> CompleteAsync(long id, CompleteRequest? body,
         CompletionBatcher completions, HttpContext http, CancellationToken ct)
     {
-        if (body?.LeaseToken is not { } raw)
+        if (WorkValidation.LeaseToken(body?.LeaseToken) is { Count: > 0 } errors)
         {
-            return Problems.Validation("leaseToken", "is required");
+            return Problems.Validation(errors);
         }
-        if (!TryToken(raw, out var token))
+        if (!TryToken(body!.LeaseToken, out var token))
         {
             return Problems.Conflict("the lease token is not a live lease on this item");
         }
@@ -113,15 +112,7 @@ public static class WorkerApi
 
     private static async Task<Results<NoContent, ValidationProblem, ProblemHttpResult>> FailAsync(long id, FailRequest? body, LeaseService leases, CancellationToken ct)
     {
-        var errors = new Dictionary<string, string[]>();
-        if (body?.LeaseToken is null)
-        {
-            errors["leaseToken"] = ["is required"];
-        }
-        if (body?.Error is { Length: > 4000 })
-        {
-            errors["error"] = ["must be at most 4000 characters"];
-        }
+        var errors = WorkValidation.Fail(body?.LeaseToken, body?.Error);
         if (errors.Count > 0)
         {
             return Problems.Validation(errors);
@@ -136,15 +127,7 @@ public static class WorkerApi
 
     private static async Task<Results<Ok<ExtendResponse>, ValidationProblem, ProblemHttpResult>> ExtendAsync(long id, ExtendRequest? body, LeaseService leases, CancellationToken ct)
     {
-        var errors = new Dictionary<string, string[]>();
-        if (body?.LeaseToken is null)
-        {
-            errors["leaseToken"] = ["is required"];
-        }
-        if (body?.Lease is < 10 or > 3600)
-        {
-            errors["lease"] = ["must be 10 to 3600 seconds"];
-        }
+        var errors = WorkValidation.Extend(body?.LeaseToken, body?.Lease);
         if (errors.Count > 0)
         {
             return Problems.Validation(errors);
@@ -155,40 +138,6 @@ public static class WorkerApi
         }
         var (outcome, expires) = await leases.ExtendAsync(new LeaseRef(id, token), body.Lease ?? 300, null, ct);
         return outcome == FinishOutcome.Done ? TypedResults.Ok(new ExtendResponse(expires)) : Refused(outcome);
-    }
-
-    private static Dictionary<string, string[]> Validate(NextRequest r)
-    {
-        var errors = new Dictionary<string, string[]>();
-        if (r.Max is < 1 or > 100)
-        {
-            errors["max"] = ["must be 1 to 100"];
-        }
-        if (r.Wait is < 0 or > 30)
-        {
-            errors["wait"] = ["must be 0 to 30 seconds"];
-        }
-        if (r.Lease is < 10 or > 3600)
-        {
-            errors["lease"] = ["must be 10 to 3600 seconds"];
-        }
-        if (r.Worker is { Length: > 200 })
-        {
-            errors["worker"] = ["must be at most 200 characters"];
-        }
-        if (r.Tasks is { Count: > 20 })
-        {
-            errors["tasks"] = ["must hold at most 20 task names"];
-        }
-        else if (r.Tasks is not null)
-        {
-            var bad = r.Tasks.FirstOrDefault(t => t is null || !Validation.TaskName().IsMatch(t));
-            if (bad is not null || r.Tasks.Contains(null!))
-            {
-                errors["tasks"] = [$"'{bad}' is not a task name: use 1 to 32 of a-z, 0-9 and '-'"];
-            }
-        }
-        return errors;
     }
 
     private static NextItem ToDto(TakenItem t) => new(t.Id, Convert.ToHexStringLower(t.Token), t.Until, t.JobId, t.TenantName,

@@ -79,6 +79,6 @@ public sealed partial class ClaimBackgroundService(IServiceProvider services, Wo
         }
     }
 
-    [LoggerMessage(EventId = 3003, Level = LogLevel.Warning, Message = "Claim background work ({What}) failed; it is retried")]
+    [LoggerMessage(EventId = 3003, Level = LogLevel.Warning, Message = "The claim path's background work ({What}) failed; it runs again at its next interval")]
     private static partial void LogBackgroundFailed(ILogger logger, Exception exception, string what);
 }

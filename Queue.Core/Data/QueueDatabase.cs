@@ -111,6 +111,6 @@ public static class Migrations
 
 internal static partial class MigrationLog
 {
-    [LoggerMessage(Level = LogLevel.Information, Message = "evolve: {Message}")]
+    [LoggerMessage(EventId = 100, Level = LogLevel.Information, Message = "Migrations (Evolve): {Message}")]
     public static partial void Message(ILogger logger, string message);
 }

@@ -19,6 +19,6 @@ public sealed partial class SubmissionBatcher
 
     public Task<CreatedJob> CreateAsync(PendingJob job, CancellationToken ct) => writes.RunAsync(job, ct);
 
-    [LoggerMessage(Level = LogLevel.Warning, Message = "A grouped submission of {Count} jobs failed; creating them one by one")]
+    [LoggerMessage(EventId = 2001, Level = LogLevel.Warning, Message = "A grouped submission of {Count} jobs failed; creating them one by one")]
     private static partial void LogGroupFailed(ILogger logger, Exception exception, int count);
 }

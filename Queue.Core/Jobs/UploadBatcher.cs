@@ -134,6 +134,6 @@ public sealed partial class UploadBatcher
     }
 
 
-    [LoggerMessage(Level = LogLevel.Warning, Message = "A grouped upload of {Count} requests failed; writing them one by one")]
+    [LoggerMessage(EventId = 2002, Level = LogLevel.Warning, Message = "A grouped upload of {Count} requests failed; writing them one by one")]
     private static partial void LogGroupFailed(ILogger logger, Exception exception, int count);
 }

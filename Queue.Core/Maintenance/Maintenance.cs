@@ -132,7 +132,7 @@ public sealed partial class RetentionService(MySqlDataSource db, TimeProvider cl
 
     private sealed record FinishedJob(long Id, DateTime FinishedAt);
 
-    [LoggerMessage(Level = LogLevel.Information, Message = "retention: purged {Jobs} finished jobs ({Items} items, {Documents} documents) and {Snapshots} old snapshots")]
+    [LoggerMessage(EventId = 6001, Level = LogLevel.Information, Message = "Retention purged {Jobs} finished jobs ({Items} items, {Documents} documents) and {Snapshots} old snapshots")]
     private static partial void Purged(ILogger logger, int jobs, long items, long documents, long snapshots);
 }
 
@@ -162,7 +162,7 @@ public sealed partial class IdempotencyCleanup(MySqlDataSource db, TimeProvider 
         return total;
     }
 
-    [LoggerMessage(Level = LogLevel.Information, Message = "idempotency: deleted {Count} expired records")]
+    [LoggerMessage(EventId = 6002, Level = LogLevel.Information, Message = "Idempotency cleanup deleted {Count} expired records")]
     private static partial void Cleaned(ILogger logger, long count);
 }
 

@@ -162,9 +162,9 @@ public sealed partial class OrderingRewriter(
 
     private sealed record ExpiredOverride(long Id, long JobId, long Priority, string Reason, DateTime ExpiresAt);
 
-    [LoggerMessage(Level = LogLevel.Information, Message = "ordering rewritten for the {Mode} period starting {PeriodStart:o}: {Ranked} jobs ranked, {Updated} lanes changed, {Removed} lanes removed, {Expired} overrides expired, in {ElapsedMs} ms")]
+    [LoggerMessage(EventId = 4001, Level = LogLevel.Information, Message = "The ordering was rewritten for the {Mode} period starting {PeriodStart:o}: {Ranked} jobs ranked, {Updated} lanes changed, {Removed} lanes removed, {Expired} overrides expired, in {ElapsedMs} ms")]
     private static partial void Rewritten(ILogger logger, DateTimeOffset periodStart, string mode, int ranked, int updated, int removed, int expired, long elapsedMs);
 
-    [LoggerMessage(Level = LogLevel.Information, Message = "ordering for the {Mode} period starting {PeriodStart:o} was already rewritten; nothing to do")]
+    [LoggerMessage(EventId = 4002, Level = LogLevel.Information, Message = "The ordering for the {Mode} period starting {PeriodStart:o} was already rewritten; nothing to do")]
     private static partial void RewriteSkipped(ILogger logger, DateTimeOffset periodStart, string mode);
 }

@@ -61,7 +61,7 @@ public sealed class TenantService(MySqlDataSource db, TimeProvider clock)
 
     public async Task UpdateAsync(long id, TenantSettings settings, CancellationToken ct)
     {
-        var errors = Validation.Tenant("x", settings);
+        var errors = Validation.TenantSettings(settings);
         if (errors.Count > 0)
         {
             throw new ValidationException(errors);

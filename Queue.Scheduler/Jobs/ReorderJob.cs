@@ -58,6 +58,6 @@ public sealed partial class ReorderJob(OrderingRewriter rewriter, OrderingCalend
     public static string TriggerName(DateTimeOffset boundary) =>
         "rewrite-" + boundary.UtcDateTime.ToString("yyyyMMdd'T'HHmmss.fff'Z'", CultureInfo.InvariantCulture);
 
-    [LoggerMessage(Level = LogLevel.Error, Message = "ordering rewrite failed")]
+    [LoggerMessage(EventId = 4101, Level = LogLevel.Error, Message = "The ordering rewrite failed; a Scheduler that starts within the period, or the next boundary, rewrites it")]
     private static partial void RewriteFailed(ILogger logger, Exception ex);
 }

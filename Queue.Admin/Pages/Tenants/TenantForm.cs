@@ -39,7 +39,7 @@ public sealed class TenantForm
     /// </summary>
     public bool Validate(ModelStateDictionary state, bool checkName)
     {
-        var errors = Queue.Core.Validation.Tenant(checkName ? Name.Trim() : "x", ToSettings());
+        var errors = checkName ? Queue.Core.Validation.Tenant(Name.Trim(), ToSettings()) : Queue.Core.Validation.TenantSettings(ToSettings());
         foreach (var (field, messages) in errors)
         {
             var key = "Form." + char.ToUpperInvariant(field[0]) + field[1..];
