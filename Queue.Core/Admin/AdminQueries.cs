@@ -167,7 +167,7 @@ public sealed class AdminQueries(MySqlDataSource db, OrderingCalendar calendar, 
         // work; on their own connections they overlap instead of adding up. The small ones ride along on a third.
         var depthTask = OnOwnConnectionAsync(async conn =>
             (await conn.QueryAsync<TenantDepth>(new CommandDefinition(AdminSql.DepthByTenant, cancellationToken: ct))).ToDictionary(d => d.TenantId), ct);
-        var holdersTask = OnOwnConnectionAsync(conn => LeaseRowsAsync(conn, now, ct), ct);
+        var holdersTask = OnOwnConnectionAsync(conn => WorkerRoster.LeaseRowsAsync(conn, now, ct), ct);
         await using var conn = await db.OpenConnectionAsync(ct);
         var rewrite = await conn.QuerySingleOrDefaultAsync<RewriteInfo>(new CommandDefinition(AdminSql.LastRewrite, cancellationToken: ct));
         var names = (await conn.QueryAsync<(long Id, string Name)>(new CommandDefinition(AdminSql.TenantNames, cancellationToken: ct)))
@@ -180,7 +180,7 @@ public sealed class AdminQueries(MySqlDataSource db, OrderingCalendar calendar, 
         {
             oldest = await conn.QuerySingleOrDefaultAsync<AdminJob>(new CommandDefinition(AdminSql.JobById, new { JobId = id }, cancellationToken: ct));
         }
-        var known = await KnownWorkersAsync(conn, ct);
+        var known = await WorkerRoster.KnownAsync(conn, ct);
         var depth = await depthTask;
         var holders = await holdersTask;
         foreach (var tenantId in names.Keys.Where(k => !depth.ContainsKey(k)))
@@ -193,7 +193,7 @@ public sealed class AdminQueries(MySqlDataSource db, OrderingCalendar calendar, 
             d.Leased = holders.Where(h => h.TenantId == d.TenantId).Sum(h => h.Live);
         }
         var queued = depth.Values.Sum(d => d.JobsWithWork);
-        var workers = Merge(ByWorker(holders), known);
+        var workers = WorkerRoster.Holders(holders, known);
         var nextMode = period.NextMode == OrderingMode.Smallest ? "smallest" : "oldest";
         return new Dashboard(nowOffset, period.ModeName, period.Start, period.End, nextMode, rewrite,
             depth.Values.OrderBy(d => d.TenantName, StringComparer.Ordinal).ToList(), throughput, oldest, queued, workers);
@@ -208,53 +208,8 @@ public sealed class AdminQueries(MySqlDataSource db, OrderingCalendar calendar, 
     public async Task<IReadOnlyList<LeaseHolder>> WorkersAsync(CancellationToken ct)
     {
         await using var conn = await db.OpenConnectionAsync(ct);
-        var holders = ByWorker(await LeaseRowsAsync(conn, clock.GetUtcNow().UtcDateTime, ct));
-        return Merge(holders, await KnownWorkersAsync(conn, ct));
+        return await WorkerRoster.HoldersAsync(conn, clock.GetUtcNow().UtcDateTime, ct);
     }
-
-    /// <summary>Workers the claim path has seen (the claims area's <c>workers</c> table), most recent first.</summary>
-    private static async Task<List<WorkerInfo>> KnownWorkersAsync(MySqlConnection conn, CancellationToken ct) =>
-        (await conn.QueryAsync<WorkerInfo>(new CommandDefinition(ClaimSql.Workers, new { Limit = 500 }, cancellationToken: ct))).AsList();
-
-    /// <summary>Lease holders first (by live leases), then recently seen workers that hold nothing.</summary>
-    private static List<LeaseHolder> Merge(List<LeaseHolder> holders, List<WorkerInfo> known)
-    {
-        var info = known.ToDictionary(k => k.Name, StringComparer.Ordinal);
-        var merged = holders.Select(h => info.TryGetValue(h.Worker, out var k)
-            ? new LeaseHolder
-            {
-                Worker = h.Worker, Live = h.Live, Expired = h.Expired, Jobs = h.Jobs, Since = h.Since, NextExpiry = h.NextExpiry,
-                LastSeen = h.LastSeen is { } l && l > k.LastSeenAt ? l : k.LastSeenAt,
-                FirstSeen = k.FirstSeenAt, Claims = k.Claims, Completions = k.Completions, Failures = k.Failures,
-            }
-            : h).ToList();
-        var holding = holders.Select(h => h.Worker).ToHashSet(StringComparer.Ordinal);
-        merged.AddRange(known.Where(k => !holding.Contains(k.Name)).Select(k => new LeaseHolder
-        {
-            Worker = k.Name, LastSeen = k.LastSeenAt, FirstSeen = k.FirstSeenAt, Claims = k.Claims, Completions = k.Completions, Failures = k.Failures,
-        }));
-        return merged;
-    }
-
-    private static async Task<List<LeaseRow>> LeaseRowsAsync(MySqlConnection conn, DateTime now, CancellationToken ct) =>
-        (await conn.QueryAsync<LeaseRow>(new CommandDefinition(AdminSql.LeaseHolders, new { Now = now }, cancellationToken: ct))).AsList();
-
-    /// <summary>The query groups by tenant and worker; a worker serves every tenant, so fold the tenants together.</summary>
-    private static List<LeaseHolder> ByWorker(List<LeaseRow> rows) =>
-        rows.GroupBy(r => r.Worker, StringComparer.Ordinal)
-            .Select(g => new LeaseHolder
-            {
-                Worker = g.Key,
-                Live = g.Sum(r => r.Live),
-                Expired = g.Sum(r => r.Expired),
-                Jobs = g.Sum(r => r.Jobs), // a job belongs to one tenant, so per-tenant job counts add up
-                Since = g.Min(r => r.Since),
-                LastSeen = g.Max(r => r.LastSeen),
-
-                NextExpiry = g.Min(r => r.NextExpiry),
-            })
-            .OrderByDescending(h => h.Live).ThenBy(h => h.Worker, StringComparer.Ordinal)
-            .ToList();
 
     private static async Task<Dictionary<long, AdminJob>> JobsAsync(MySqlConnection conn, long[] ids, CancellationToken ct) =>
         ids.Length == 0 ? [] :
@@ -272,25 +227,6 @@ public sealed class AdminQueries(MySqlDataSource db, OrderingCalendar calendar, 
             result.TryAdd(o.JobId, o); // newest first
         }
         return result;
-    }
-
-    private sealed class LeaseRow
-    {
-        public long TenantId { get; init; }
-
-        public string Worker { get; init; } = "";
-
-        public long Live { get; init; }
-
-        public long Expired { get; init; }
-
-        public long Jobs { get; init; }
-
-        public DateTime Since { get; init; }
-
-        public DateTime LastSeen { get; init; }
-
-        public DateTime? NextExpiry { get; init; }
     }
 
     private sealed class LaneGroup

@@ -6,7 +6,7 @@ namespace Queue.Core.Jobs;
 /// Reads a document through: counts its bytes, stops it past the limit, and computes its SHA-256 as the bytes pass,
 /// so neither the size check nor the hash needs the whole document in memory.
 /// </summary>
-public sealed class MeteredStream(Stream inner, long limit, string what) : Stream
+public sealed class MeteredStream(Stream inner, long limit, string what) : AsyncReadOnlyStream
 {
     private readonly IncrementalHash hash = IncrementalHash.CreateHash(HashAlgorithmName.SHA256);
 
@@ -22,12 +22,6 @@ public sealed class MeteredStream(Stream inner, long limit, string what) : Strea
         return n;
     }
 
-    public override Task<int> ReadAsync(byte[] buffer, int offset, int count, CancellationToken cancellationToken) =>
-        ReadAsync(buffer.AsMemory(offset, count), cancellationToken).AsTask();
-
-    public override int Read(byte[] buffer, int offset, int count) =>
-        throw new NotSupportedException("documents are read asynchronously only");
-
     private void Account(ReadOnlySpan<byte> data)
     {
         BytesRead += data.Length;
@@ -38,25 +32,7 @@ public sealed class MeteredStream(Stream inner, long limit, string what) : Strea
         hash.AppendData(data);
     }
 
-    public override bool CanRead => true;
-
-    public override bool CanSeek => false;
-
-    public override bool CanWrite => false;
-
-    public override long Length => throw new NotSupportedException();
-
     public override long Position { get => BytesRead; set => throw new NotSupportedException(); }
-
-    public override void Flush()
-    {
-    }
-
-    public override long Seek(long offset, SeekOrigin origin) => throw new NotSupportedException();
-
-    public override void SetLength(long value) => throw new NotSupportedException();
-
-    public override void Write(byte[] buffer, int offset, int count) => throw new NotSupportedException();
 
     protected override void Dispose(bool disposing)
     {
@@ -69,7 +45,7 @@ public sealed class MeteredStream(Stream inner, long limit, string what) : Strea
 }
 
 /// <summary>Bytes already read (the probe) followed by the rest of a stream.</summary>
-internal sealed class PrefixedStream(ReadOnlyMemory<byte> prefix, Stream rest) : Stream
+internal sealed class PrefixedStream(ReadOnlyMemory<byte> prefix, Stream rest) : AsyncReadOnlyStream
 {
     private ReadOnlyMemory<byte> pending = prefix;
 
@@ -85,29 +61,4 @@ internal sealed class PrefixedStream(ReadOnlyMemory<byte> prefix, Stream rest) :
         return await rest.ReadAsync(buffer, cancellationToken);
     }
 
-    public override Task<int> ReadAsync(byte[] buffer, int offset, int count, CancellationToken cancellationToken) =>
-        ReadAsync(buffer.AsMemory(offset, count), cancellationToken).AsTask();
-
-    public override int Read(byte[] buffer, int offset, int count) =>
-        throw new NotSupportedException("documents are read asynchronously only");
-
-    public override bool CanRead => true;
-
-    public override bool CanSeek => false;
-
-    public override bool CanWrite => false;
-
-    public override long Length => throw new NotSupportedException();
-
-    public override long Position { get => throw new NotSupportedException(); set => throw new NotSupportedException(); }
-
-    public override void Flush()
-    {
-    }
-
-    public override long Seek(long offset, SeekOrigin origin) => throw new NotSupportedException();
-
-    public override void SetLength(long value) => throw new NotSupportedException();
-
-    public override void Write(byte[] buffer, int offset, int count) => throw new NotSupportedException();
 }

@@ -130,8 +130,3 @@ public sealed class AdminSecurityTests(AdminFixture fx) : IClassFixture<AdminFix
         Assert.Equal(HttpStatusCode.Redirect, after.StatusCode);
     }
 }
-
-internal static class UriExtensions
-{
-    public static string PathAndQuery(this Uri uri) => uri.IsAbsoluteUri ? uri.PathAndQuery : uri.OriginalString;
-}

@@ -59,8 +59,3 @@ public sealed class ClientFixture : DatabaseFixture
         return new CliRun(exit, output.Lines, error.Lines);
     }
 }
-
-public sealed record CliRun(int Exit, IReadOnlyList<string> Output, IReadOnlyList<string> Error)
-{
-    public override string ToString() => $"exit {Exit}\n--- stdout\n{string.Join('\n', Output.TakeLast(40))}\n--- stderr\n{string.Join('\n', Error.TakeLast(40))}";
-}

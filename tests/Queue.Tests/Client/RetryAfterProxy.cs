@@ -101,6 +101,3 @@ public sealed class RetryAfterProxy(Uri upstream, int status, int retryAfterSeco
         forwarder.Dispose();
     }
 }
-
-/// <summary>A request the proxy received: when (a Stopwatch timestamp), and under which Idempotency-Key.</summary>
-public sealed record SeenRequest(string Method, string Path, string? IdempotencyKey, long At);

@@ -8,29 +8,6 @@ using static Queue.Tests.Jobs.JobsTestKit;
 
 namespace Queue.Tests.Jobs;
 
-/// <summary>The Api on real Kestrel sockets, for what the in-memory test server cannot show: bodies that stall or break off.</summary>
-public sealed class KestrelApiFixture : DatabaseFixture
-{
-    public ApiFactory Api { get; private set; } = null!;
-
-    public int Port { get; private set; }
-
-    public override async Task InitializeAsync()
-    {
-        await base.InitializeAsync();
-        Port = PrivateMariaDb.FreePort();
-        Api = new ApiFactory(ConnectionString);
-        Api.UseKestrel(Port);
-        Api.StartServer();
-    }
-
-    public override async Task DisposeAsync()
-    {
-        await Api.DisposeAsync();
-        await base.DisposeAsync();
-    }
-}
-
 public sealed class KestrelTests(KestrelApiFixture fx) : IClassFixture<KestrelApiFixture>
 {
     // It was skipped as "about half of the runs never see the upload reach the database". Traced: the upload
@@ -94,18 +71,8 @@ public sealed class KestrelTests(KestrelApiFixture fx) : IClassFixture<KestrelAp
         return await Dapper.SqlMapper.ExecuteScalarAsync<long>(c, "SELECT COUNT(*) FROM documents WHERE job_id = @job", new { job }, tx);
     }
 
-    private static async Task<bool> EventuallyAsync(Func<Task<bool>> condition)
-    {
-        for (var i = 0; i < 1200; i++) // up to a minute: the box is shared and can stall for seconds
-        {
-            if (await condition())
-            {
-                return true;
-            }
-            await Task.Delay(50);
-        }
-        return false;
-    }
+    // Up to a minute: the box is shared and can stall for seconds.
+    private static Task<bool> EventuallyAsync(Func<Task<bool>> condition) => Eventually.HoldsAsync(condition, TimeSpan.FromMinutes(1));
 
     [Fact]
     public async Task A_retry_while_the_first_request_still_runs_gets_409()

@@ -158,5 +158,3 @@ internal sealed class OrderingTestbed
             """, new { TenantId = tenantId, Task = task, Now = now }, commandTimeout: 300);
     }
 }
-
-internal sealed record Lane(long JobId, string Task, long Value, string Mode);

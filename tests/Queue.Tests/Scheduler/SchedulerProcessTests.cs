@@ -65,6 +65,7 @@ public sealed class SchedulerProcessTests
         await using var b = StartScheduler(db, period);
         await Task.WhenAll(a.WaitHealthyAsync(), b.WaitHealthyAsync());
         var from = DateTime.UtcNow;
+        // The scenario itself: two schedulers side by side for five 2 s periods, then every period is checked.
         await Task.Delay(TimeSpan.FromSeconds(10));
 
         await using var conn = await db.DataSource.OpenConnectionAsync();
@@ -92,6 +93,10 @@ public sealed class SchedulerProcessTests
     {
         await using var db = await FreshDatabase.CreateAsync();
         var period = TimeSpan.FromSeconds(20);
+        // Start just after a boundary, so the first scheduler's start-up, its rewrite and its kill all fit in one
+        // period even on a loaded machine: started late in a period, it would fire the "missed" boundary itself.
+        var now = DateTime.UtcNow;
+        await WaitUntilAsync(now.Date + TimeSpan.FromTicks((((now - now.Date).Ticks / period.Ticks) + 1) * period.Ticks) + TimeSpan.FromMilliseconds(200));
         DateTime missed;
         string trigger;
         await using (var first = StartScheduler(db, period))
@@ -105,6 +110,7 @@ public sealed class SchedulerProcessTests
             trigger = global::Queue.Scheduler.Jobs.ReorderJob.TriggerName(new DateTimeOffset(missed, TimeSpan.Zero));
             await WaitForAsync(async () => await TriggerExistsAsync(db, trigger), "the next boundary's trigger");
             first.Kill();
+            Assert.True(DateTime.UtcNow < missed, "the first scheduler was killed before the boundary it must miss");
         }
 
         await WaitUntilAsync(missed.AddSeconds(1.5));
@@ -233,18 +239,7 @@ public sealed class SchedulerProcessTests
     private static Task WaitForAsync(Func<bool> condition, string what, int seconds = 20) =>
         WaitForAsync(() => Task.FromResult(condition()), what, seconds);
 
-    private static async Task WaitForAsync(Func<Task<bool>> condition, string what, int seconds = 20)
-    {
-        var deadline = DateTime.UtcNow.AddSeconds(seconds);
-        while (!await condition())
-        {
-            if (DateTime.UtcNow > deadline)
-            {
-                throw new TimeoutException("timed out waiting for " + what);
-            }
-            await Task.Delay(100);
-        }
-    }
+    private static Task WaitForAsync(Func<Task<bool>> condition, string what, int seconds = 20) => Eventually.UntilAsync(condition, what, seconds);
 
     private static double Counted(string metrics, string series)
     {

@@ -47,13 +47,3 @@ public abstract class ClaimRaceTests<TFixture>(TFixture fx) where TFixture : Wor
         Assert.Equal(1000L, await fx.ScalarAsync<long>("SELECT COUNT(*) FROM items WHERE job_id IN @Jobs AND state = 1 AND attempts = 1", new { Jobs = jobs }));
     }
 }
-
-public sealed class DirectClaimRaceTests(DirectClaimFixture fx) : ClaimRaceTests<DirectClaimFixture>(fx), IClassFixture<DirectClaimFixture>;
-
-public sealed class PrefetchClaimRaceTests(PrefetchFixture fx) : ClaimRaceTests<PrefetchFixture>(fx), IClassFixture<PrefetchFixture>;
-
-/// <summary>Claim-ahead on: up to 64 items per task filter held in memory under a reservation.</summary>
-public sealed class PrefetchFixture : WorkFixture
-{
-    protected override IDictionary<string, string?> Settings => new Dictionary<string, string?> { ["Claims:Prefetch"] = "64" };
-}

@@ -38,17 +38,9 @@ public sealed class CrashTests(DirectClaimFixture fx) : IClassFixture<DirectClai
         }
 
         // Claimable again (active, due) within seconds, not after a worker lease; the handed-out leases stay.
-        var deadline = DateTime.UtcNow.AddSeconds(15);
         long back = 0;
-        while (DateTime.UtcNow < deadline)
-        {
-            back = await fx.ScalarAsync<long>("SELECT COUNT(*) FROM items WHERE job_id = @Job AND active = 1 AND due_at <= UTC_TIMESTAMP(6)", new { Job = job });
-            if (back == 20)
-            {
-                break;
-            }
-            await Task.Delay(200);
-        }
+        await Eventually.HoldsAsync(async () => (back = await fx.ScalarAsync<long>(
+            "SELECT COUNT(*) FROM items WHERE job_id = @Job AND active = 1 AND due_at <= UTC_TIMESTAMP(6)", new { Job = job })) == 20, TimeSpan.FromSeconds(15));
         Assert.Equal(20L, back); // the 10 never claimed and the 10 that were only reserved
         Assert.Equal(20L, await fx.ScalarAsync<long>("SELECT COUNT(*) FROM items WHERE job_id = @Job AND state = 1 AND lease_expires_at IS NOT NULL AND due_at > UTC_TIMESTAMP(6) + INTERVAL 500 SECOND", new { Job = job }));
         Assert.Equal(0L, await fx.ScalarAsync<long>("SELECT COUNT(*) FROM item_errors e JOIN items i ON i.id = e.item_id WHERE i.job_id = @Job", new { Job = job }));

@@ -2,18 +2,22 @@ using System.Diagnostics;
 using System.Net;
 using System.Net.Http.Json;
 using System.Text.Json;
+using Queue.Core;
 
 namespace Queue.Tests.Work;
 
 public sealed class LongPollTests(LongPollFixture fx) : IClassFixture<LongPollFixture>
 {
+    /// <summary>Far below the 60 s shared poll and the 20 s wait of these tests: an answer this fast came from the signal.</summary>
+    private static readonly TimeSpan SignalBound = TimeSpan.FromSeconds(5);
+
     [Fact]
-    public async Task A_waiting_worker_is_woken_within_100_ms_of_a_submission_in_this_process()
+    public async Task A_waiting_worker_is_woken_by_the_in_process_signal_of_a_submission_not_by_a_poll_or_its_timeout()
     {
         var (tenant, _) = await fx.NewCustomerAsync();
         using var http = fx.Worker();
         var poll = http.PostAsJsonAsync("/next", new { tasks = new[] { "poll-wake" }, wait = 20 });
-        await Task.Delay(500);
+        await Eventually.UntilAsync(() => fx.Service<WorkSignal>().Waiters >= 1, "the /next call waits");
         Assert.False(poll.IsCompleted);
 
         await fx.NewJobAsync(tenant.Id, 1, ["poll-wake"]);
@@ -24,19 +28,20 @@ public sealed class LongPollTests(LongPollFixture fx) : IClassFixture<LongPollFi
 
         Assert.Equal(HttpStatusCode.OK, r.StatusCode);
         Assert.Single((await r.Content.ReadFromJsonAsync<JsonElement>()).GetProperty("items").EnumerateArray());
-        // The shared poll is set to 60 s in this fixture, so only the in-process signal can explain a fast answer.
-        Assert.True(woke < TimeSpan.FromMilliseconds(100), $"woke after {woke.TotalMilliseconds:F0} ms");
+        // The shared poll is set to 60 s in this fixture and the wait to 20 s, so only the in-process signal explains an
+        // answer within seconds; the bound is loose on purpose (a loaded CI box stalls for whole seconds), the property is not.
+        Assert.True(woke < SignalBound, $"woke after {woke.TotalMilliseconds:F0} ms");
     }
 
     [Fact]
-    public async Task A_waiting_worker_is_woken_within_100_ms_of_a_post_jobs_upload()
+    public async Task A_waiting_worker_is_woken_by_a_post_jobs_submission_at_once_not_by_a_poll_or_its_timeout()
     {
         var (_, key) = await fx.NewCustomerAsync();
         using var http = fx.Worker();
         using var customer = fx.Api.CreateClient();
         customer.DefaultRequestHeaders.Authorization = new System.Net.Http.Headers.AuthenticationHeaderValue("Bearer", key);
         var poll = http.PostAsJsonAsync("/next", new { tasks = new[] { "poll-upload" }, wait = 20 });
-        await Task.Delay(500);
+        await Eventually.UntilAsync(() => fx.Service<WorkSignal>().Waiters >= 1, "the /next call waits");
         Assert.False(poll.IsCompleted);
 
         using var created = await customer.PostAsJsonAsync("/jobs", new
@@ -50,7 +55,7 @@ public sealed class LongPollTests(LongPollFixture fx) : IClassFixture<LongPollFi
         using var r = await poll;
         var woke = Stopwatch.GetElapsedTime(answered);
         Assert.Equal(HttpStatusCode.OK, r.StatusCode);
-        Assert.True(woke < TimeSpan.FromMilliseconds(100), $"woke {woke.TotalMilliseconds:F0} ms after the upload was acknowledged");
+        Assert.True(woke < SignalBound, $"woke {woke.TotalMilliseconds:F0} ms after the upload was acknowledged");
     }
 
     [Fact]
@@ -59,7 +64,7 @@ public sealed class LongPollTests(LongPollFixture fx) : IClassFixture<LongPollFi
         var (tenant, _) = await fx.NewCustomerAsync();
         using var http = fx.Worker();
         var poll = http.PostAsJsonAsync("/next", new { tasks = new[] { "poll-batch" }, wait = 20, max = 10 });
-        await Task.Delay(300);
+        await Eventually.UntilAsync(() => fx.Service<WorkSignal>().Waiters >= 1, "the /next call waits");
         await fx.NewJobAsync(tenant.Id, 2, ["poll-batch"]);
         fx.Notify();
         using var r = await poll.WaitAsync(TimeSpan.FromSeconds(5));
@@ -76,31 +81,4 @@ public sealed class LongPollTests(LongPollFixture fx) : IClassFixture<LongPollFi
         Assert.Equal(HttpStatusCode.NoContent, r.StatusCode);
         Assert.True(Stopwatch.GetElapsedTime(started) >= TimeSpan.FromSeconds(0.95));
     }
-}
-
-/// <summary>The shared poll is made too slow to matter, so wake-ups in these tests come from the in-process signal.</summary>
-public sealed class LongPollFixture : WorkFixture
-{
-    protected override IDictionary<string, string?> Settings => new Dictionary<string, string?> { ["Claims:PollMilliseconds"] = "60000" };
-}
-
-public sealed class SharedPollTests(SharedPollFixture fx) : IClassFixture<SharedPollFixture>
-{
-    [Fact]
-    public async Task Work_made_elsewhere_wakes_waiting_workers_through_the_one_shared_poll()
-    {
-        var (tenant, _) = await fx.NewCustomerAsync();
-        using var http = fx.Worker();
-        var polls = Enumerable.Range(0, 4).Select(_ => http.PostAsJsonAsync("/next", new { tasks = new[] { "poll-other" }, wait = 20 })).ToList();
-        await Task.Delay(400);
-        // Another process's upload: rows and lanes only, no in-process signal.
-        await fx.NewJobAsync(tenant.Id, 4, ["poll-other"]);
-        var answers = await Task.WhenAll(polls).WaitAsync(TimeSpan.FromSeconds(10));
-        Assert.All(answers, a => Assert.Equal(HttpStatusCode.OK, a.StatusCode));
-    }
-}
-
-public sealed class SharedPollFixture : WorkFixture
-{
-    protected override IDictionary<string, string?> Settings => new Dictionary<string, string?> { ["Claims:PollMilliseconds"] = "100" };
 }

@@ -128,16 +128,3 @@ public class WorkFixture : DatabaseFixture
         worker.PostAsJsonAsync($"/items/{item.GetProperty("id").GetInt64()}/{verb}",
             extra ?? new { leaseToken = item.GetProperty("leaseToken").GetString() });
 }
-
-public sealed record ItemRow(long Id, long JobId, sbyte State, int Attempts, string? LastError, DateTime DueAt);
-
-/// <summary>The claim path with claim-ahead turned off: every answer comes straight from a claim transaction.</summary>
-public sealed class DirectClaimFixture : WorkFixture
-{
-    protected override IDictionary<string, string?> Settings => new Dictionary<string, string?> { ["Claims:Prefetch"] = "0" };
-}
-
-internal static class ClaimSignalExtensions
-{
-    public static void Notify(this WorkFixture fx) => fx.Service<WorkSignal>().Notify();
-}

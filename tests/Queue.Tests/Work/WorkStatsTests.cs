@@ -15,11 +15,8 @@ public sealed class WorkStatsTests(StatsFixture fx) : IClassFixture<StatsFixture
         Assert.Equal(3, items.Length);
         Assert.Equal(HttpStatusCode.NoContent, (await WorkFixture.FinishAsync(http, items[0], "complete")).StatusCode);
 
-        var deadline = DateTime.UtcNow.AddSeconds(10);
-        while (DateTime.UtcNow < deadline && await fx.ScalarAsync<long>("SELECT COALESCE(SUM(completions), 0) FROM tenant_counters WHERE tenant_id = @Id", new { tenant.Id }) < 1)
-        {
-            await Task.Delay(100);
-        }
+        await Eventually.UntilAsync(async () => await fx.ScalarAsync<long>("SELECT COALESCE(SUM(completions), 0) FROM tenant_counters WHERE tenant_id = @Id", new { tenant.Id }) >= 1,
+            "the counts are flushed", seconds: 10);
         Assert.Equal(3L, await fx.ScalarAsync<long>("SELECT claims FROM tenant_counters WHERE tenant_id = @Id", new { tenant.Id }));
         Assert.Equal(1L, await fx.ScalarAsync<long>("SELECT completions FROM tenant_counters WHERE tenant_id = @Id", new { tenant.Id }));
         var worker = Assert.Single(await fx.Service<WorkStats>().WorkersAsync(100, default), w => w.Name == "host-stats");
@@ -32,9 +29,4 @@ public sealed class WorkStatsTests(StatsFixture fx) : IClassFixture<StatsFixture
         Assert.Contains($"queue_items{{tenant=\"{tenant.Name}\",state=\"done\"}} 1", metrics, StringComparison.Ordinal);
         Assert.Contains($"queue_items{{tenant=\"{tenant.Name}\",state=\"leased\"}} 2", metrics, StringComparison.Ordinal);
     }
-}
-
-public sealed class StatsFixture : WorkFixture
-{
-    protected override IDictionary<string, string?> Settings => new Dictionary<string, string?> { ["Claims:StatsFlushMilliseconds"] = "200" };
 }

@@ -1,6 +1,6 @@
-namespace Queue.Tests.Reliability;
+namespace Queue.Tests;
 
-/// <summary>Waiting for an observable condition instead of sleeping a fixed time.</summary>
+/// <summary>Waiting for an observable condition, with a bounded deadline, instead of sleeping a fixed time.</summary>
 internal static class Eventually
 {
     /// <summary>True as soon as the condition holds; false once <paramref name="within"/> has passed without it.</summary>
@@ -21,6 +21,10 @@ internal static class Eventually
         }
     }
 
+    /// <summary>Fails the test, naming <paramref name="what"/>, unless the condition holds within <paramref name="seconds"/>.</summary>
     public static async Task UntilAsync(Func<Task<bool>> condition, string what, int seconds = 60) =>
         Assert.True(await HoldsAsync(condition, TimeSpan.FromSeconds(seconds)), $"timed out waiting until {what}");
+
+    public static Task UntilAsync(Func<bool> condition, string what, int seconds = 60) =>
+        UntilAsync(() => Task.FromResult(condition()), what, seconds);
 }

@@ -1,0 +1,24 @@
+using Queue.Core;
+using System.Net;
+using System.Net.Http.Json;
+using System.Text.Json;
+using Dapper;
+using Microsoft.AspNetCore.Mvc.Testing;
+using Microsoft.AspNetCore.TestHost;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Options;
+using Microsoft.Extensions.Time.Testing;
+using MySqlConnector;
+using Queue.Api;
+using Queue.Core.Claims;
+using Queue.Core.Data;
+using Queue.Core.Ordering;
+using Queue.Tests.Infrastructure;
+
+namespace Queue.Tests.Work;
+
+/// <summary>The claim path with claim-ahead turned off: every answer comes straight from a claim transaction.</summary>
+public sealed class DirectClaimFixture : WorkFixture
+{
+    protected override IDictionary<string, string?> Settings => new Dictionary<string, string?> { ["Claims:Prefetch"] = "0" };
+}

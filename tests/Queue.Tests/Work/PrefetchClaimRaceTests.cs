@@ -1,0 +1,8 @@
+using System.Collections.Concurrent;
+using System.Net;
+using System.Net.Http.Json;
+using System.Text.Json;
+
+namespace Queue.Tests.Work;
+
+public sealed class PrefetchClaimRaceTests(PrefetchFixture fx) : ClaimRaceTests<PrefetchFixture>(fx), IClassFixture<PrefetchFixture>;
