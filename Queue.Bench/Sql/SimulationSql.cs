@@ -23,4 +23,13 @@ public static class SimulationSql
         INSERT INTO items (job_id, document_id, task, state, due_at, created_at, updated_at)
         SELECT @JobId, @DocumentId, 'default', 0, @Now, @Now, @Now FROM seq_1_to_1000000 LIMIT @Items
         """;
+
+    /// <summary>Simulator-only FIFO policy: lanes by job id alone (the oldest job first), whatever its value.</summary>
+    public const string FifoLanes = """
+        SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value
+        FROM ordering
+        WHERE blocked = 0 AND available_at <= @Now
+        ORDER BY job_id, task
+        LIMIT @Limit
+        """;
 }

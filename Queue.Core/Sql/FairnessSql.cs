@@ -53,70 +53,22 @@ public static class FairnessSql
     /// <summary>How many tenants' heads one <see cref="TenantHeads"/> query fetches; unused slots get tenant id -1.</summary>
     public const int HeadsPerQuery = 8;
 
-    /// <summary>The head lane (seed order, overrides aside) of each of up to eight tenants, @T0..@T7, in one round trip.</summary>
-    public const string TenantHeads = """
+    /// <summary>
+    /// The head lane (seed order, overrides aside) of each of up to eight tenants, @T0..@T7, in one round trip: one
+    /// <c>LIMIT 1</c> probe of <c>ix_ordering_tenant</c> per tenant, glued with UNION ALL.
+    /// </summary>
+    public static readonly string TenantHeads = Heads(i => $"""
         (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_tenant)
-         WHERE blocked = 0 AND tenant_id = @T0 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id, task LIMIT 1)
-        UNION ALL
-        (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_tenant)
-         WHERE blocked = 0 AND tenant_id = @T1 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id, task LIMIT 1)
-        UNION ALL
-        (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_tenant)
-         WHERE blocked = 0 AND tenant_id = @T2 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id, task LIMIT 1)
-        UNION ALL
-        (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_tenant)
-         WHERE blocked = 0 AND tenant_id = @T3 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id, task LIMIT 1)
-        UNION ALL
-        (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_tenant)
-         WHERE blocked = 0 AND tenant_id = @T4 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id, task LIMIT 1)
-        UNION ALL
-        (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_tenant)
-         WHERE blocked = 0 AND tenant_id = @T5 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id, task LIMIT 1)
-        UNION ALL
-        (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_tenant)
-         WHERE blocked = 0 AND tenant_id = @T6 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id, task LIMIT 1)
-        UNION ALL
-        (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_tenant)
-         WHERE blocked = 0 AND tenant_id = @T7 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id, task LIMIT 1)
-        """;
+         WHERE blocked = 0 AND tenant_id = @T{i} AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id, task LIMIT 1)
+        """);
 
-    /// <summary>The same for one task.</summary>
-    public const string TenantHeadsForTask = """
+    /// <summary>The same for one task (<c>ix_ordering_task_tenant</c>).</summary>
+    public static readonly string TenantHeadsForTask = Heads(i => $"""
         (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_task_tenant)
-         WHERE blocked = 0 AND task = @Task AND tenant_id = @T0 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id LIMIT 1)
-        UNION ALL
-        (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_task_tenant)
-         WHERE blocked = 0 AND task = @Task AND tenant_id = @T1 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id LIMIT 1)
-        UNION ALL
-        (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_task_tenant)
-         WHERE blocked = 0 AND task = @Task AND tenant_id = @T2 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id LIMIT 1)
-        UNION ALL
-        (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_task_tenant)
-         WHERE blocked = 0 AND task = @Task AND tenant_id = @T3 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id LIMIT 1)
-        UNION ALL
-        (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_task_tenant)
-         WHERE blocked = 0 AND task = @Task AND tenant_id = @T4 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id LIMIT 1)
-        UNION ALL
-        (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_task_tenant)
-         WHERE blocked = 0 AND task = @Task AND tenant_id = @T5 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id LIMIT 1)
-        UNION ALL
-        (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_task_tenant)
-         WHERE blocked = 0 AND task = @Task AND tenant_id = @T6 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id LIMIT 1)
-        UNION ALL
-        (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_task_tenant)
-         WHERE blocked = 0 AND task = @Task AND tenant_id = @T7 AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id LIMIT 1)
-        """;
+         WHERE blocked = 0 AND task = @Task AND tenant_id = @T{i} AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id LIMIT 1)
+        """);
 
     public const string TenantWeights = "SELECT id AS Id, weight AS Weight FROM tenants";
-
-    /// <summary>Simulator-only FIFO policy: lanes by job id alone (the oldest job first), whatever its value.</summary>
-    public const string FifoLanes = """
-        SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value
-        FROM ordering
-        WHERE blocked = 0 AND available_at <= @Now
-        ORDER BY job_id, task
-        LIMIT @Limit
-        """;
 
     // ---- Explain (GET /jobs/{id}/explain). Not on the claim path: these walk the lanes ahead of one job.
 
@@ -233,4 +185,7 @@ public static class FairnessSql
     public const string RecentReports = """
         SELECT instance AS Instance, at AS At, report AS Report FROM fairness_reports WHERE at > @Since ORDER BY instance
         """;
+
+    private static string Heads(Func<int, string> probe) =>
+        string.Join("\nUNION ALL\n", Enumerable.Range(0, HeadsPerQuery).Select(probe));
 }
