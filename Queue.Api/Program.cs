@@ -17,6 +17,7 @@ app.UseHttpMetrics();
 app.UseAuthentication();
 app.UseAuthorization();
 app.UseRateLimiter();
+app.UseRequestTimeouts();
 app.MapOpenApi("/openapi/v1.json").AllowAnonymous();
 app.MapOpsApi();
 app.MapJobsApi();

@@ -1,6 +1,7 @@
 using System.Text.Json;
 using System.Text.Json.Serialization;
 using System.Threading.RateLimiting;
+using Microsoft.AspNetCore.Http.Timeouts;
 using Microsoft.AspNetCore.RateLimiting;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.Options;
@@ -15,6 +16,30 @@ public static class ApiHosting
 
     /// <summary>POST /next only: a long-poll holds its permit while it waits.</summary>
     public const string PollLimiter = "polls";
+
+    /// <summary>POST /next: the default request timeout on top of the longest long-poll wait (30 s).</summary>
+    public const string LongPollTimeout = "long-poll";
+
+    /// <summary>A request that waited on the database past its timeout: 503 with Retry-After, as when the database is busy.</summary>
+    private static RequestTimeoutPolicy TimeoutPolicy(TimeSpan timeout) => new()
+    {
+        Timeout = timeout,
+        TimeoutStatusCode = 503,
+        WriteTimeoutResponse = async http =>
+        {
+            http.Response.Headers.RetryAfter = "1";
+            await http.RequestServices.GetRequiredService<IProblemDetailsService>().WriteAsync(new ProblemDetailsContext
+            {
+                HttpContext = http,
+                ProblemDetails =
+                {
+                    Status = 503,
+                    Title = "Service Unavailable",
+                    Detail = $"the database did not answer within {timeout.TotalSeconds:0} s; retry later",
+                },
+            });
+        },
+    };
 
     public static WebApplicationBuilder AddQueueApi(this WebApplicationBuilder builder)
     {
@@ -84,6 +109,13 @@ public static class ApiHosting
                 c.PermitLimit = options.Value.MaxConcurrentPolls;
                 c.QueueLimit = 0;
             });
+        });
+        services.AddRequestTimeouts();
+        services.AddOptions<RequestTimeoutOptions>().Configure<IOptions<ApiLimitsOptions>>((o, limits) =>
+        {
+            var timeout = TimeSpan.FromSeconds(limits.Value.RequestTimeoutSeconds);
+            o.DefaultPolicy = TimeoutPolicy(timeout);
+            o.AddPolicy(LongPollTimeout, TimeoutPolicy(timeout + TimeSpan.FromSeconds(30)));
         });
         services.AddOpenApi();
         ApiMetrics.Initialise();

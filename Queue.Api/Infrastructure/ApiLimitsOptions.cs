@@ -17,6 +17,12 @@ public sealed class ApiLimitsOptions
     /// <summary>POST /next calls in flight (long-polls included) before new ones get 503. Counted apart from
     /// <see cref="MaxConcurrentRequests"/>, so idle pollers can never take the capacity complete and extend need.</summary>
     public int MaxConcurrentPolls { get; set; } = 1024;
+
+    /// <summary>
+    /// How long a request may wait on the database before it answers 503 with Retry-After (a long-poll gets its wait on
+    /// top). Streamed bodies (job creation, uploads, downloads) are bounded by the minimum data rate instead.
+    /// </summary>
+    public int RequestTimeoutSeconds { get; set; } = 10;
 }
 
 public sealed class ApiLimitsOptionsRules() : OptionsRules<ApiLimitsOptions>("Limits")
@@ -27,5 +33,6 @@ public sealed class ApiLimitsOptionsRules() : OptionsRules<ApiLimitsOptions>("Li
         (nameof(o.MaxDocumentBytes), o.MaxDocumentBytes > 0 && o.MaxDocumentBytes <= o.MaxRequestBytes, "must be positive and at most MaxRequestBytes"),
         (nameof(o.MaxConcurrentRequests), o.MaxConcurrentRequests > 0, "must be positive"),
         (nameof(o.MaxConcurrentPolls), o.MaxConcurrentPolls > 0, "must be positive"),
+        (nameof(o.RequestTimeoutSeconds), o.RequestTimeoutSeconds is >= 1 and <= 300, "must be 1 to 300"),
     ];
 }

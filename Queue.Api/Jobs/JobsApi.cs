@@ -30,18 +30,21 @@ public static class JobsApi
             .WithTags("Jobs").ProducesProblem(401).ProducesProblem(403).ProducesProblem(429);
         jobs.MapPost("", CreateAsync).AddEndpointFilter<IdempotencyFilter>()
             .Accepts<CreateJobRequest>("application/json").ProducesProblem(409).ProducesProblem(413).ProducesProblem(415).ProducesProblem(422)
-            .WithSummary("Create a job, optionally with inline base64 documents").WithName("CreateJob");
+            .WithSummary("Create a job, optionally with inline base64 documents").WithName("CreateJob")
+            .DisableRequestTimeout(); // a 64 MiB body may take a while; its database wait is bounded by Jobs:DatabaseWaitMilliseconds
         jobs.MapGet("", ListAsync).WithSummary("The caller's jobs, newest first").WithName("ListJobs");
         jobs.MapGet("/{id:long}", GetAsync).WithSummary("Job status: counts, position, ordering, ETA").WithName("GetJob");
         jobs.MapDelete("/{id:long}", CancelAsync).WithSummary("Cancel a job").WithName("CancelJob");
         jobs.MapPost("/{id:long}/close", CloseAsync).WithSummary("No more documents will come").WithName("CloseJob");
         jobs.MapPost("/{id:long}/documents", UploadAsync).AddEndpointFilter<IdempotencyFilter>()
             .Accepts<Stream>("application/octet-stream", "multipart/form-data", "*/*").ProducesProblem(413).ProducesProblem(422)
-            .WithSummary("Add documents to an open job: a raw body with ?name=, or multipart/form-data").WithName("UploadDocuments");
+            .WithSummary("Add documents to an open job: a raw body with ?name=, or multipart/form-data").WithName("UploadDocuments")
+            .DisableRequestTimeout(); // streamed: bounded by Kestrel's minimum data rate
         jobs.MapGet("/{id:long}/documents", DocumentsAsync).WithSummary("The job's documents, in id order").WithName("ListDocuments");
         jobs.MapGet("/{id:long}/documents/{documentId:long}", DownloadAsync)
             .Produces(200, contentType: "application/octet-stream").ProducesProblem(404)
-            .WithSummary("A document's original bytes").WithName("GetDocument");
+            .WithSummary("A document's original bytes").WithName("GetDocument")
+            .DisableRequestTimeout(); // streamed to a client of any speed
         jobs.MapGet("/{id:long}/items", ItemsAsync).WithSummary("The job's items with their last errors, in id order").WithName("ListItems");
         return app;
     }

@@ -30,13 +30,13 @@ public static class WorkerApi
         var work = app.MapGroup("").RequireAuthorization(Roles.Worker).WithTags("Workers");
         // Long-polls wait holding a permit; finishing work must never queue behind them, or leases expire.
         work.MapPost("/next", NextAsync).RequireRateLimiting(ApiHosting.PollLimiter).Accepts<NextRequest>("application/json")
-            .ProducesValidationProblem().ProducesProblem(503);
+            .ProducesValidationProblem().ProducesProblem(503).WithRequestTimeout(ApiHosting.LongPollTimeout);
         work = work.MapGroup("").RequireRateLimiting(ApiHosting.GlobalLimiter);
         work.MapGet("/items/{id:long}/document", DocumentAsync).Produces(200, contentType: "application/octet-stream")
-            .ProducesProblem(404).ProducesProblem(409);
+            .ProducesProblem(404).ProducesProblem(409).DisableRequestTimeout();
         work.MapPost("/items/{id:long}/complete", CompleteAsync).ProducesValidationProblem().ProducesProblem(404).ProducesProblem(409).ProducesProblem(503);
-        work.MapPost("/items/{id:long}/fail", FailAsync).ProducesValidationProblem().ProducesProblem(404).ProducesProblem(409);
-        work.MapPost("/items/{id:long}/extend", ExtendAsync).ProducesValidationProblem().ProducesProblem(404).ProducesProblem(409);
+        work.MapPost("/items/{id:long}/fail", FailAsync).ProducesValidationProblem().ProducesProblem(404).ProducesProblem(409).ProducesProblem(503);
+        work.MapPost("/items/{id:long}/extend", ExtendAsync).ProducesValidationProblem().ProducesProblem(404).ProducesProblem(409).ProducesProblem(503);
         return app;
     }
 

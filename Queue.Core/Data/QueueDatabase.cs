@@ -53,6 +53,12 @@ public static class QueueDatabase
             // Multi-row statements in one round trip (batched claims and completions).
             AllowUserVariables = true,
         };
+        // A database that hangs (stopped, or its host unreachable) must turn into a quick 503, not a request that waits
+        // the driver's default 15 s for a connection; an explicit setting in the connection string wins.
+        if (csb.ConnectionTimeout == 15)
+        {
+            csb.ConnectionTimeout = 5;
+        }
         if (csb.MaximumPoolSize == 100)
         {
             csb.MaximumPoolSize = 200;
