@@ -117,9 +117,15 @@ public static partial class Problems
             return await problems.TryWriteAsync(new ProblemDetailsContext { HttpContext = http, ProblemDetails = pd, Exception = exception });
         }
 
+        /// <summary>
+        /// The database could not be reached, or the connection broke mid-call (the server died, a network reset): the
+        /// caller's change may or may not have committed, which is what a 503 says (retry with the same Idempotency-Key).
+        /// </summary>
         private static bool IsUnavailable(MySqlException m) =>
-            m.ErrorCode is MySqlErrorCode.UnableToConnectToHost or MySqlErrorCode.TooManyUserConnections or MySqlErrorCode.ConnectionCountError
-            || m.Message.Contains("Connect Timeout expired", StringComparison.Ordinal);
+            m.IsTransient
+            || m.ErrorCode is MySqlErrorCode.UnableToConnectToHost or MySqlErrorCode.TooManyUserConnections or MySqlErrorCode.ConnectionCountError
+            || m.Message.Contains("Connect Timeout expired", StringComparison.Ordinal)
+            || m.InnerException is IOException or System.Net.Sockets.SocketException;
 
         private static string JsonDetail(JsonException j) => j.Message.Split(" Path:")[0];
 
