@@ -34,6 +34,12 @@ public sealed class JobOptions
     /// </summary>
     public int GroupedUploadBytes { get; set; } = 64 * 1024;
 
+    /// <summary>
+    /// Where uploads too large to group are spooled before their transaction (deleted on close); empty means
+    /// <c>queue-uploads</c> under the system's temporary directory. Each upload is bounded by the request limit (64 MiB).
+    /// </summary>
+    public string SpoolDirectory { get; set; } = "";
+
     internal Data.GroupLimits GroupLimits =>
         new(MaxPendingSubmissions, MaxConcurrentSubmissionFlushes, SubmissionBatch, SubmissionBatchBytes, DatabaseWaitMilliseconds);
 }

@@ -9,15 +9,11 @@ using Queue.Core.Sql;
 
 namespace Queue.Core.Jobs;
 
-public sealed class JobService(MySqlDataSource db, TimeProvider clock, OrderingLanes lanes, TenantCache tenants, IOptions<JobOptions> options, WorkSignal work,
-    SubmissionBatcher submissions, UploadBatcher uploads) : IDisposable
+public sealed class JobService(MySqlDataSource db, TimeProvider clock, TenantCache tenants, IOptions<JobOptions> options, WorkSignal work,
+    SubmissionBatcher submissions, UploadBatcher uploads, LargeUploads large)
 {
     /// <summary>Documents up to this size are read into a pooled buffer and stored in one round trip with their items.</summary>
     public const int ProbeBytes = 256 * 1024;
-
-    private readonly SemaphoreSlim streams = new(options.Value.MaxConcurrentStreams);
-
-    public void Dispose() => streams.Dispose();
 
     public async Task<(PendingJob Job, CreatedJob Created)> CreateAsync(long tenantId, NewJob job, CancellationToken ct)
     {
@@ -62,7 +58,7 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, OrderingL
         while (await e.MoveNextAsync())
         {
             var doc = e.Current;
-            Validate(doc);
+            JobValidation.ThrowIfInvalid(doc);
             await using var metered = new MeteredStream(doc.Body, maxDocumentBytes, $"document '{doc.Name}'");
             var room = (int)Math.Min(ProbeBytes, options.Value.GroupedUploadBytes - bufferedBytes);
             var probe = ArrayPool<byte>.Shared.Rent(ProbeBytes);
@@ -76,7 +72,7 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, OrderingL
                     bufferedBytes += filled;
                     continue;
                 }
-                return await UploadInTransactionAsync(tenantId, jobId, tasks, buffered, (doc, metered, probe, filled), e, maxDocumentBytes, ct);
+                return await large.UploadAsync(new LargeUpload(tenantId, jobId, tasks, buffered, doc, metered, probe.AsMemory(0, filled), e, maxDocumentBytes), ct);
             }
             finally
             {
@@ -93,132 +89,6 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, OrderingL
             work.Notify(); // wake this process's long-polling workers at once (docs/DESIGN.md "Claims", long-poll)
         }
         return result;
-    }
-
-    private static void Validate(IncomingDocument doc)
-    {
-        var errors = JobValidation.Document(doc.Name, doc.ContentType, "name");
-        if (errors.Count > 0)
-        {
-            throw new ValidationException(errors);
-        }
-    }
-
-    /// <summary>
-    /// An upload too large to group: the documents read so far, the one being read (its first bytes in
-    /// <paramref name="current"/>'s probe) and every later one, streamed into one transaction.
-    /// </summary>
-    private async Task<(Outcome Outcome, UploadResult? Result)> UploadInTransactionAsync(long tenantId, long jobId, string[] tasks,
-        List<BufferedDocument> buffered, (IncomingDocument Doc, MeteredStream Metered, byte[] Probe, int Filled) current,
-        IAsyncEnumerator<IncomingDocument> rest, long maxDocumentBytes, CancellationToken ct)
-    {
-        var tasksJson = JobValidation.TasksJson(tasks);
-        await using var conn = await db.OpenConnectionAsync(ct);
-        await using var tx = await conn.BeginReadCommittedAsync(ct);
-        var created = new List<CreatedDocument>();
-        var now = clock.GetUtcNow().UtcDateTime;
-        foreach (var b in buffered)
-        {
-            created.Add(await InsertSmallAsync(conn, tx, tenantId, jobId, tasksJson, b.Name, b.ContentType, b.Content, b.Sha256, now, ct));
-        }
-        created.Add(await StoreRestAsync(conn, tx, tenantId, jobId, tasksJson, current.Doc, current.Metered, current.Probe, current.Filled, now, ct));
-        while (await rest.MoveNextAsync())
-        {
-            Validate(rest.Current);
-            created.Add(await StoreAsync(conn, tx, tenantId, jobId, tasksJson, rest.Current, maxDocumentBytes, ct));
-        }
-        now = clock.GetUtcNow().UtcDateTime;
-        var items = (long)created.Count * tasks.Length;
-        var changed = await conn.ExecuteAsync(new CommandDefinition(JobSql.AddToJob,
-            new { JobId = jobId, Documents = created.Count, Items = items, Close = false, Now = now }, tx, cancellationToken: ct));
-        if (changed == 0)
-        {
-            // Closed or cancelled while the bytes were streaming: nothing of this upload lands.
-            await tx.RollbackAsync(ct);
-            return (Outcome.Conflict, null);
-        }
-        await lanes.PlaceAsync(conn, tx, jobId, tasks, ct);
-        // Every byte is in: a client leaving now must not make the commit's outcome unknowable to its Idempotency-Key.
-        await tx.CommitAsync(CancellationToken.None);
-        work.Notify(); // wake this process's long-polling workers at once (docs/DESIGN.md "Claims", long-poll)
-        return (Outcome.Ok, new UploadResult(created, items));
-    }
-
-    private async Task<CreatedDocument> StoreAsync(
-        MySqlConnection conn, MySqlTransaction tx, long tenantId, long jobId, string tasksJson, IncomingDocument doc, long maxBytes, CancellationToken ct)
-    {
-        await using var metered = new MeteredStream(doc.Body, maxBytes, $"document '{doc.Name}'");
-        var probe = ArrayPool<byte>.Shared.Rent(ProbeBytes);
-        try
-        {
-            return await StoreRestAsync(conn, tx, tenantId, jobId, tasksJson, doc, metered, probe, 0, clock.GetUtcNow().UtcDateTime, ct);
-        }
-        finally
-        {
-            ArrayPool<byte>.Shared.Return(probe);
-        }
-    }
-
-    /// <summary>
-    /// A document whose first <paramref name="filled"/> bytes are in <paramref name="probe"/> (a rented buffer of
-    /// <see cref="ProbeBytes"/>): topped up to a full probe, then in one round trip when that is all of it, else streamed.
-    /// </summary>
-    private async Task<CreatedDocument> StoreRestAsync(MySqlConnection conn, MySqlTransaction tx, long tenantId, long jobId, string tasksJson,
-        IncomingDocument doc, MeteredStream metered, byte[] probe, int filled, DateTime now, CancellationToken ct)
-    {
-        filled += await metered.ReadAtLeastAsync(probe.AsMemory(filled, ProbeBytes - filled), ProbeBytes - filled, throwOnEndOfStream: false, ct);
-        if (filled < ProbeBytes)
-        {
-            return await InsertSmallAsync(conn, tx, tenantId, jobId, tasksJson, doc.Name, doc.ContentType, probe.AsMemory(0, filled), metered.Hash(), now, ct);
-        }
-        await streams.WaitAsync(ct);
-        try
-        {
-            return await StoreStreamedAsync(conn, tx, tenantId, jobId, tasksJson, doc, metered, probe.AsMemory(0, filled), now, ct);
-        }
-        finally
-        {
-            streams.Release();
-        }
-    }
-
-    /// <summary>The whole document is in hand: row, bytes and items in one round trip.</summary>
-    private static async Task<CreatedDocument> InsertSmallAsync(MySqlConnection conn, MySqlTransaction tx, long tenantId, long jobId, string tasksJson,
-        string name, string contentType, ReadOnlyMemory<byte> content, byte[] sha, DateTime now, CancellationToken ct)
-    {
-        await using var cmd = new MySqlCommand(JobSql.InsertSmallDocument, conn, tx);
-        cmd.Parameters.AddWithValue("@JobId", jobId);
-        cmd.Parameters.AddWithValue("@TenantId", tenantId);
-        cmd.Parameters.AddWithValue("@Name", name);
-        cmd.Parameters.AddWithValue("@ContentType", contentType);
-        cmd.Parameters.AddWithValue("@Size", (long)content.Length);
-        cmd.Parameters.AddWithValue("@Sha256", sha);
-        cmd.Parameters.AddWithValue("@Content", content);
-        cmd.Parameters.AddWithValue("@Tasks", tasksJson);
-        cmd.Parameters.AddWithValue("@Now", now);
-        var id = Convert.ToInt64(await cmd.ExecuteScalarAsync(ct), System.Globalization.CultureInfo.InvariantCulture);
-        return new CreatedDocument(id, name, content.Length, Convert.ToHexStringLower(sha));
-    }
-
-    private static async Task<CreatedDocument> StoreStreamedAsync(
-        MySqlConnection conn, MySqlTransaction tx, long tenantId, long jobId, string tasksJson, IncomingDocument doc, MeteredStream metered,
-        ReadOnlyMemory<byte> probe, DateTime now, CancellationToken ct)
-    {
-        var id = await conn.ExecuteScalarAsync<long>(new CommandDefinition(JobSql.InsertDocumentHeader,
-            new { JobId = jobId, TenantId = tenantId, doc.Name, doc.ContentType, Sha256 = new byte[32], Now = now }, tx, cancellationToken: ct));
-        await using (var content = new MySqlCommand(JobSql.InsertStreamedContent, conn, tx))
-        {
-            content.Parameters.AddWithValue("@DocumentId", id);
-            // A Stream (not a MemoryStream) on a prepared statement goes out in COM_STMT_SEND_LONG_DATA packets as it
-            // is read, so the document never sits whole in managed memory (MySqlConnector 2.6).
-            content.Parameters.AddWithValue("@Content", new PrefixedStream(probe, metered));
-            await content.PrepareAsync(ct);
-            await content.ExecuteNonQueryAsync(ct);
-        }
-        var sha = metered.Hash();
-        await conn.ExecuteAsync(new CommandDefinition(JobSql.FinishStreamedDocument,
-            new { DocumentId = id, Size = metered.BytesRead, Sha256 = sha, JobId = jobId, Tasks = tasksJson, Now = now }, tx, cancellationToken: ct));
-        return new CreatedDocument(id, doc.Name, metered.BytesRead, Convert.ToHexStringLower(sha));
     }
 
     public async Task<Outcome> CloseAsync(long tenantId, long jobId, CancellationToken ct)

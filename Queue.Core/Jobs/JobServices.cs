@@ -16,6 +16,7 @@ public static class JobServices
         services.AddSingleton<JobCreator>();
         services.AddSingleton<SubmissionBatcher>();
         services.AddSingleton<UploadBatcher>();
+        services.AddSingleton<LargeUploads>();
         services.AddSingleton<JobService>();
         services.AddSingleton<IdempotencyStore>();
         return services;

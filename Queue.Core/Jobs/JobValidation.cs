@@ -43,6 +43,16 @@ public static class JobValidation
         return errors;
     }
 
+    /// <summary>A streamed document's name and type, checked before a byte of it is stored.</summary>
+    public static void ThrowIfInvalid(IncomingDocument doc)
+    {
+        var errors = Document(doc.Name, doc.ContentType, "name");
+        if (errors.Count > 0)
+        {
+            throw new ValidationException(errors);
+        }
+    }
+
     /// <summary>Task names are [a-z0-9-] only (validated before this), so the JSON array needs no escaping.</summary>
     public static string TasksJson(IEnumerable<string> tasks) => "[\"" + string.Join("\",\"", tasks) + "\"]";
 }

@@ -15,11 +15,14 @@ public sealed class KestrelApiFixture : DatabaseFixture
 
     public int Port { get; private set; }
 
+    /// <summary>This fixture's own spool directory, so a test can watch a large upload arrive there.</summary>
+    public string SpoolDirectory { get; } = Path.Combine(Path.GetTempPath(), "queue-spool-" + Guid.NewGuid().ToString("N")[..12]);
+
     public override async Task InitializeAsync()
     {
         await base.InitializeAsync();
         Port = PrivateMariaDb.FreePort();
-        Api = new ApiFactory(ConnectionString);
+        Api = new ApiFactory(ConnectionString, new Dictionary<string, string?> { ["Jobs:SpoolDirectory"] = SpoolDirectory });
         Api.UseKestrel(Port);
         Api.StartServer();
     }
@@ -28,5 +31,9 @@ public sealed class KestrelApiFixture : DatabaseFixture
     {
         await Api.DisposeAsync();
         await base.DisposeAsync();
+        if (Directory.Exists(SpoolDirectory))
+        {
+            Directory.Delete(SpoolDirectory, recursive: true);
+        }
     }
 }
