@@ -1,5 +1,4 @@
 using System.Text.RegularExpressions;
-using Queue.Core.Security;
 
 namespace Queue.Core;
 
@@ -39,47 +38,5 @@ public static partial class Validation
             return "task names must be distinct";
         }
         return null;
-    }
-
-    /// <summary>A new tenant: its name and its settings.</summary>
-    public static Dictionary<string, string[]> Tenant(string name, TenantSettings s)
-    {
-        var errors = new Dictionary<string, string[]>();
-        if (!TenantName().IsMatch(name))
-        {
-            errors["name"] = ["use 1 to 64 of a-z, 0-9 and '-', starting with a letter or digit"];
-        }
-        foreach (var (field, messages) in TenantSettings(s))
-        {
-            errors[field] = messages;
-        }
-        return errors;
-    }
-
-    /// <summary>A tenant's settings alone (an update never renames).</summary>
-    public static Dictionary<string, string[]> TenantSettings(TenantSettings s)
-    {
-        var errors = new Dictionary<string, string[]>();
-        if (Tasks(s.DefaultTasks, 5, allowEmpty: false) is { } t)
-        {
-            errors["defaultTasks"] = [t];
-        }
-        if (s.Weight is < 1 or > 1000)
-        {
-            errors["weight"] = ["must be 1 to 1000"];
-        }
-        if (s.RateLimit is < 0 or > 1_000_000)
-        {
-            errors["rateLimit"] = ["must be 0 (no limit) to 1000000 requests per second"];
-        }
-        if (s.RateBurst is < 0 or > 10_000_000)
-        {
-            errors["rateBurst"] = ["must be 0 to 10000000"];
-        }
-        if (s.MaxAttempts is < 1 or > 100)
-        {
-            errors["maxAttempts"] = ["must be 1 to 100"];
-        }
-        return errors;
     }
 }

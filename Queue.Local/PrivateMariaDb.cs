@@ -82,7 +82,15 @@ public sealed class PrivateMariaDb : IAsyncDisposable
         return await candidate.CanConnectAsync(ct) ? candidate : null;
     }
 
-    private static async Task<PrivateMariaDb> StartAsync(string directory, int port, string bufferPool, bool removeOnExit, bool tiedToThisProcess, CancellationToken ct)
+    /// <summary>
+    /// Starts a server tied to this process in <paramref name="directory"/> (kept on exit), with <paramref name="extraArgs"/>
+    /// after the usual settings: a test that needs a small redo log on a small disk, say.
+    /// </summary>
+    public static Task<PrivateMariaDb> StartInDirectoryAsync(string directory, int port, IReadOnlyList<string> extraArgs, CancellationToken ct = default) =>
+        StartAsync(Path.GetFullPath(directory), port, "64M", removeOnExit: false, tiedToThisProcess: true, ct, extraArgs);
+
+    private static async Task<PrivateMariaDb> StartAsync(string directory, int port, string bufferPool, bool removeOnExit, bool tiedToThisProcess, CancellationToken ct,
+        IReadOnlyList<string>? extraArgs = null)
     {
         var mariadbd = FindBinary("mariadbd") ?? throw new InvalidOperationException(
             "mariadbd was not found. Install it with: apt-get install -y mariadb-server (./run.sh and ./test.sh do this for you).");
@@ -128,6 +136,7 @@ public sealed class PrivateMariaDb : IAsyncDisposable
         }
         // For profiling runs only, e.g. QUEUE_MARIADB_ARGS="--performance-schema=ON" to read statement digests.
         serverArgs.AddRange((Environment.GetEnvironmentVariable("QUEUE_MARIADB_ARGS") ?? "").Split(' ', StringSplitOptions.RemoveEmptyEntries));
+        serverArgs.AddRange(extraArgs ?? []);
 
         // The server runs under a small shell that stops it (and removes a throwaway directory) as soon as the owning
         // process is gone, so neither a crash nor a kill -9 of a test run leaves a mariadbd behind.
@@ -169,6 +178,9 @@ public sealed class PrivateMariaDb : IAsyncDisposable
         }
         return db;
     }
+
+    /// <summary>Whether the server accepts a connection now.</summary>
+    public Task<bool> AnswersAsync(CancellationToken ct = default) => CanConnectAsync(ct);
 
     private async Task<bool> CanConnectAsync(CancellationToken ct)
     {

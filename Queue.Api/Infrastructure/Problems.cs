@@ -92,6 +92,8 @@ public static partial class Problems
                 Core.Data.ServiceBusyException busy => (503, "Service Unavailable", busy.Message + "; retry later", null),
                 // A deadlock or lock wait that outlived its retries rolled everything back: safe to retry.
                 MySqlException m when Retry.IsTransient(m) => (503, "Service Unavailable", "the database is busy; nothing was changed, retry later", null),
+                MySqlException m when m.ErrorCode is MySqlErrorCode.RecordFileFull or MySqlErrorCode.DiskFull =>
+                    (507, "Insufficient Storage", "the database is out of disk space; nothing was stored, retry later", null),
                 MySqlException m when IsUnavailable(m) => (503, "Service Unavailable", "the database is unavailable or overloaded; retry later", null),
                 OperationCanceledException when http.RequestAborted.IsCancellationRequested => (499, "Client Closed Request", "the client went away", null),
                 _ => (500, "Internal Server Error", "an unexpected error occurred; it was logged", (IDictionary<string, string[]>?)null),
@@ -100,7 +102,7 @@ public static partial class Problems
             {
                 LogUnhandled(logger, exception, http.Request.Method, http.Request.Path);
             }
-            if (status == 503)
+            if (status is 503 or 507)
             {
                 http.Response.Headers.RetryAfter = "1";
             }

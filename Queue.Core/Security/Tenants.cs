@@ -15,7 +15,7 @@ public sealed class TenantService(MySqlDataSource db, TimeProvider clock)
 {
     public async Task<Tenant> CreateAsync(string name, TenantSettings settings, CancellationToken ct)
     {
-        var errors = Validation.Tenant(name, settings);
+        var errors = TenantValidation.Tenant(name, settings);
         if (errors.Count > 0)
         {
             throw new ValidationException(errors);
@@ -61,7 +61,7 @@ public sealed class TenantService(MySqlDataSource db, TimeProvider clock)
 
     public async Task UpdateAsync(long id, TenantSettings settings, CancellationToken ct)
     {
-        var errors = Validation.TenantSettings(settings);
+        var errors = TenantValidation.Settings(settings);
         if (errors.Count > 0)
         {
             throw new ValidationException(errors);

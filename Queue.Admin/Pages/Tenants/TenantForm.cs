@@ -39,7 +39,7 @@ public sealed class TenantForm
     /// </summary>
     public bool Validate(ModelStateDictionary state, bool checkName)
     {
-        var errors = checkName ? Queue.Core.Validation.Tenant(Name.Trim(), ToSettings()) : Queue.Core.Validation.TenantSettings(ToSettings());
+        var errors = checkName ? Queue.Core.Security.TenantValidation.Tenant(Name.Trim(), ToSettings()) : Queue.Core.Security.TenantValidation.Settings(ToSettings());
         foreach (var (field, messages) in errors)
         {
             var key = "Form." + char.ToUpperInvariant(field[0]) + field[1..];

@@ -23,6 +23,7 @@ public sealed class IdleConnectionTests(ClientFixture fx) : IClassFixture<Client
         using var worker = fx.Client(fx.WorkerKey, proxy.BaseAddress, o => o.PooledConnectionIdleTimeout = TimeSpan.FromMinutes(5));
         var job = await client.CreateJobAsync(new NewJob("idle", ["idle"], Open: true));
 
+        // The waits below are the scenario, not a guess at a duration: each lets the proxy drop the idle connections.
         for (var round = 0; round < 6; round++)
         {
             await Task.Delay(ProxyIdle * 2);
@@ -63,7 +64,7 @@ public sealed class IdleConnectionTests(ClientFixture fx) : IClassFixture<Client
         var job = await client.CreateJobAsync(new NewJob("fresh", ["fresh"], Open: true));
         for (var round = 0; round < 3; round++)
         {
-            await Task.Delay(TimeSpan.FromSeconds(2.5));
+            await Task.Delay(TimeSpan.FromSeconds(2.5)); // the scenario: idle past the proxy's timeout
             await client.GetJobAsync(job.Id);
         }
         Assert.Equal(0, retries);

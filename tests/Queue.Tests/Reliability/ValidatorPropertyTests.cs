@@ -87,7 +87,7 @@ public sealed class ValidatorPropertyTests
         Gen.Select(Hostile, ArrayOf(Hostile, 7), AnyNumber, AnyNumber, AnyNumber).Sample((name, tasks, weight, rate, attempts) =>
         {
             var settings = new TenantSettings(tasks, Weight: weight ?? 1, RateLimit: rate ?? 0, MaxAttempts: attempts ?? 5);
-            var errors = Validation.Tenant(name, settings);
+            var errors = TenantValidation.Tenant(name, settings);
             Assert.Equal(!Validation.TenantName().IsMatch(name), errors.ContainsKey("name"));
             Assert.Equal(weight is < 1 or > 1000, errors.ContainsKey("weight"));
             Assert.Equal(attempts is < 1 or > 100, errors.ContainsKey("maxAttempts"));
