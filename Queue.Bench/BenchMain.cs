@@ -17,6 +17,7 @@ public static class BenchMain
         ["upload"] = UploadBench.RunAsync,
         ["status"] = StatusBench.RunAsync,
         ["peers"] = PeersBench.RunAsync,
+        ["soak"] = Soak.SoakCommand.RunAsync,
     };
 
     public static async Task<int> RunAsync(string[] args)

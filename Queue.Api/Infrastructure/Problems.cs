@@ -95,6 +95,10 @@ public static partial class Problems
                 MySqlException m when m.ErrorCode is MySqlErrorCode.RecordFileFull or MySqlErrorCode.DiskFull =>
                     (507, "Insufficient Storage", "the database is out of disk space; nothing was stored, retry later", null),
                 MySqlException m when IsUnavailable(m) => (503, "Service Unavailable", "the database is unavailable or overloaded; retry later", null),
+                // The driver's socket to the database broke outside a MySqlException (a reset mid-read): the same as above.
+                IOException or System.Net.Sockets.SocketException when exception is not Microsoft.AspNetCore.Connections.ConnectionResetException
+                    && !http.RequestAborted.IsCancellationRequested =>
+                    (503, "Service Unavailable", "the connection to the database broke; the change may or may not have been made, retry later", null),
                 OperationCanceledException when http.RequestAborted.IsCancellationRequested => (499, "Client Closed Request", "the client went away", null),
                 _ => (500, "Internal Server Error", "an unexpected error occurred; it was logged", (IDictionary<string, string[]>?)null),
             };
