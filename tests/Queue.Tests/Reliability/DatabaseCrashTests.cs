@@ -4,12 +4,10 @@ using System.Globalization;
 using System.Net;
 using System.Net.Http.Json;
 using Dapper;
-using Microsoft.Extensions.Logging.Abstractions;
-using Microsoft.Extensions.Options;
 using MySqlConnector;
 using Queue.Core.Data;
-using Queue.Core.Security;
 using Queue.Local;
+using Queue.Tests.Infrastructure;
 using static Queue.Tests.Jobs.JobsTestKit;
 
 namespace Queue.Tests.Reliability;
@@ -32,12 +30,10 @@ public sealed class DatabaseCrashTests
         try
         {
             var cs = await server.CreateDatabaseAsync("crash");
-            await Migrations.ApplyAsync(cs, NullLogger.Instance);
             string key;
-            await using (var db = new MySqlDataSourceBuilder(QueueDatabase.Normalize(cs)).Build())
+            await using (var own = await OwnDatabase.PrepareAsync(cs, "crash", "a", "b"))
             {
-                var tenant = await new TenantService(db, TimeProvider.System).CreateAsync("crash", new TenantSettings(["a", "b"]), default);
-                key = (await new ApiKeyService(db, TimeProvider.System, Options.Create(new AuthOptions())).IssueAsync(KeyRole.Customer, tenant.Id, "test", default)).Secret;
+                key = own.CustomerKey;
             }
             await using var api = ServiceProcess.Start("Queue.Api", cs, new Dictionary<string, string> { ["Jobs__DatabaseWaitMilliseconds"] = "3000" });
             await api.WaitHealthyAsync();

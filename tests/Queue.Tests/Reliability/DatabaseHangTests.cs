@@ -4,12 +4,10 @@ using System.Net;
 using System.Net.Http.Json;
 using System.Text.Json;
 using Dapper;
-using Microsoft.Extensions.Logging.Abstractions;
-using Microsoft.Extensions.Options;
 using MySqlConnector;
 using Queue.Core.Data;
-using Queue.Core.Security;
 using Queue.Local;
+using Queue.Tests.Infrastructure;
 using static Queue.Tests.Jobs.JobsTestKit;
 
 namespace Queue.Tests.Reliability;
@@ -26,13 +24,8 @@ public sealed class DatabaseHangTests
     {
         await using var server = await PrivateMariaDb.StartEphemeralAsync("256M");
         var cs = await server.CreateDatabaseAsync("hang");
-        await Migrations.ApplyAsync(cs, NullLogger.Instance);
-        await using var db = new MySqlDataSourceBuilder(QueueDatabase.Normalize(cs)).Build();
-        var tenants = new TenantService(db, TimeProvider.System);
-        var keys = new ApiKeyService(db, TimeProvider.System, Options.Create(new AuthOptions { KeyCacheSeconds = 300 }));
-        var tenant = await tenants.CreateAsync("hang", new TenantSettings(["hang"]), default);
-        var customerKey = (await keys.IssueAsync(KeyRole.Customer, tenant.Id, "test", default)).Secret;
-        var workerKey = (await keys.IssueAsync(KeyRole.Worker, null, "test", default)).Secret;
+        await using var own = await OwnDatabase.PrepareAsync(cs, "hang", "hang");
+        var (db, customerKey, workerKey) = (own.Source, own.CustomerKey, own.WorkerKey);
         await using var api = ServiceProcess.Start("Queue.Api", cs, new Dictionary<string, string>
         {
             ["Limits__RequestTimeoutSeconds"] = "3",

@@ -2,12 +2,10 @@ using System.Diagnostics;
 using System.Net;
 using System.Net.Http.Headers;
 using Dapper;
-using Microsoft.Extensions.Logging.Abstractions;
-using Microsoft.Extensions.Options;
 using MySqlConnector;
 using Queue.Core.Data;
-using Queue.Core.Security;
 using Queue.Local;
+using Queue.Tests.Infrastructure;
 
 namespace Queue.Tests.Reliability;
 
@@ -34,10 +32,8 @@ public sealed class DiskFullTests
         {
             server = await PrivateMariaDb.StartInDirectoryAsync(Path.Combine(mount, "db"), port, small);
             var cs = await server.CreateDatabaseAsync("full");
-            await Migrations.ApplyAsync(cs, NullLogger.Instance);
-            await using var db = new MySqlDataSourceBuilder(QueueDatabase.Normalize(cs)).Build();
-            var tenant = await new TenantService(db, TimeProvider.System).CreateAsync("full", new TenantSettings(["text"]), default);
-            var key = (await new ApiKeyService(db, TimeProvider.System, Options.Create(new AuthOptions())).IssueAsync(KeyRole.Customer, tenant.Id, "test", default)).Secret;
+            await using var own = await OwnDatabase.PrepareAsync(cs, "full", "text");
+            var (db, key) = (own.Source, own.CustomerKey);
             await using var api = ServiceProcess.Start("Queue.Api", cs);
             await api.WaitHealthyAsync();
             using var http = new HttpClient { BaseAddress = new Uri(api.Url), Timeout = TimeSpan.FromSeconds(60) };
