@@ -10,8 +10,6 @@ public sealed record WorkerInfo(string Name, DateTime FirstSeenAt, DateTime Last
 
 public sealed record TenantItemCounts(string Tenant, long Ready, long Leased, long Done, long Dead, long Cancelled);
 
-public sealed record WorkerLeases(string Worker, long Leases, DateTime Since);
-
 /// <summary>
 /// Per-tenant claim/completion counts and per-worker last-seen, counted in memory on the hot path and added to
 /// tenant_counters and workers every few seconds (the Scheduler's minute snapshots and the Admin read those).
@@ -105,20 +103,6 @@ public sealed class WorkStats(MySqlDataSource db, TimeProvider clock)
         {
             workers.Clear(); // names are caller-chosen; never let them grow this map without bound
         }
-    }
-
-    public async Task<IReadOnlyList<WorkerInfo>> WorkersAsync(int limit, CancellationToken ct)
-    {
-        await using var conn = await db.OpenConnectionAsync(ct);
-        return (await conn.QueryAsync<WorkerInfo>(new CommandDefinition(ClaimSql.Workers, new { Limit = limit }, cancellationToken: ct))).AsList();
-    }
-
-    /// <summary>Who holds live leases right now, how many, and since when (the oldest one's claim).</summary>
-    public async Task<IReadOnlyList<WorkerLeases>> LeasesAsync(CancellationToken ct)
-    {
-        await using var conn = await db.OpenConnectionAsync(ct);
-        return (await conn.QueryAsync<WorkerLeases>(new CommandDefinition(ClaimSql.LeasesByWorker,
-            new { Now = clock.GetUtcNow().UtcDateTime }, cancellationToken: ct))).AsList();
     }
 
     /// <summary>Items per tenant and state, from the jobs counters plus the live leases of open jobs; never a scan of items.</summary>

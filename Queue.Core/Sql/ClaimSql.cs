@@ -235,15 +235,6 @@ public static class ClaimSql
         FROM workers ORDER BY last_seen_at DESC LIMIT @Limit
         """;
 
-    /// <summary>Live leases per worker, with the oldest lease's claim time: walks only open jobs' leased items.</summary>
-    public const string LeasesByWorker = """
-        SELECT i.worker AS Worker, COUNT(*) AS Leases, MIN(i.updated_at) AS Since
-        FROM jobs j FORCE INDEX (ix_jobs_state_finished)
-        JOIN items i FORCE INDEX (ix_items_job_state) ON i.job_id = j.id AND i.state = 1 AND i.due_at > @Now
-        WHERE j.state IN (0, 1, 3) AND i.worker IS NOT NULL
-        GROUP BY i.worker
-        """;
-
     /// <summary>queue_items{tenant,state} from the jobs counters; live leases from the leased-items index of open jobs.</summary>
     public const string ItemsByTenant = """
         SELECT t.name AS Tenant,
