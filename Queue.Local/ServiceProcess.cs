@@ -20,8 +20,20 @@ public sealed class ServiceProcess : IAsyncDisposable
 
     public int Pid => process.Id;
 
-    /// <summary>Resident set size right now, in bytes, from /proc.</summary>
+    /// <summary>Resident set size right now, in bytes, from /proc; 0 once the process is gone.</summary>
     public long RssBytes()
+    {
+        try
+        {
+            return Rss();
+        }
+        catch (IOException)
+        {
+            return 0;
+        }
+    }
+
+    private long Rss()
     {
         foreach (var line in File.ReadLines($"/proc/{process.Id}/status"))
         {

@@ -226,7 +226,16 @@ public sealed class SoakRun(TimeSpan duration, int seed, Action<string> log)
             }
             var (dbRss, connections, lockWaits) = await world.DatabaseStatsAsync();
             var now = Interlocked.Read(ref completed);
-            samples.Add(new SoakSample(clock.Elapsed.TotalSeconds, world.Api.RssBytes() / 1048576.0, Proc.Threads(world.Api.Pid), dbRss / 1048576.0,
+            int pid;
+            try
+            {
+                pid = world.Api.Pid;
+            }
+            catch (InvalidOperationException)
+            {
+                continue; // the Api is being restarted: no sample this second
+            }
+            samples.Add(new SoakSample(clock.Elapsed.TotalSeconds, Proc.RssBytes(pid) / 1048576.0, Proc.Threads(pid), dbRss / 1048576.0,
                 connections, lockWaits, now - last));
             last = now;
         }
