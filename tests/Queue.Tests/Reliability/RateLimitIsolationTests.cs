@@ -12,7 +12,7 @@ namespace Queue.Tests.Reliability;
 /// does falls on both alike; at millisecond latencies "10%" is below the timer's noise, so the bound is 10% or 5 ms,
 /// whichever is larger.
 /// </summary>
-[Collection(AloneCollection.Name)]
+[Collection(RunsAlone.Name)]
 public sealed class RateLimitIsolationTests(ApiFixture fx) : IClassFixture<ApiFixture>
 {
     private const int Limit = 20;

@@ -5,7 +5,7 @@ namespace Queue.Tests.Infrastructure;
 /// the other tests (a soak that kills processes among them) do not land on one phase of the comparison and not the other.
 /// </summary>
 [CollectionDefinition(Name, DisableParallelization = true)]
-public sealed class AloneCollection
+public sealed class RunsAlone
 {
-    public const string Name = "alone";
+    public const string Name = "runs alone";
 }
