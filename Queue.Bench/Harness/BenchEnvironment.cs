@@ -18,6 +18,8 @@ public sealed class BenchEnvironment : IAsyncDisposable
         ConnectionString = connectionString;
     }
 
+    private const string ServiceOverridePrefix = "QUEUE_BENCH_SVC_";
+
     public PrivateMariaDb Server { get; }
 
     public string ConnectionString { get; }
@@ -42,7 +44,19 @@ public sealed class BenchEnvironment : IAsyncDisposable
         {
             settings[k] = v;
         }
-        var p = ServiceProcess.Start(assembly, ConnectionString, settings);
+        // QUEUE_BENCH_SVC_NAME=value sets NAME for the services and wins over the defaults above, so a runtime setting
+        // (GC, thread pool) can be compared back to back without a rebuild.
+        foreach (var entry in Environment.GetEnvironmentVariables().Cast<System.Collections.DictionaryEntry>())
+        {
+            if (entry.Key is string key && key.StartsWith(ServiceOverridePrefix, StringComparison.Ordinal))
+            {
+                settings[key[ServiceOverridePrefix.Length..]] = entry.Value?.ToString() ?? "";
+            }
+        }
+        // QUEUE_BENCH_CONNECTION_EXTRA (for example "Connection Reset=true") is appended to the services' connection
+        // string, so a driver setting can be compared back to back without a rebuild.
+        var extra = Environment.GetEnvironmentVariable("QUEUE_BENCH_CONNECTION_EXTRA");
+        var p = ServiceProcess.Start(assembly, string.IsNullOrEmpty(extra) ? ConnectionString : $"{ConnectionString};{extra}", settings);
         services.Add(p);
         await p.WaitHealthyAsync(assembly == "Queue.Api" ? "/readyz" : "/healthz");
         return p;
