@@ -1,6 +1,7 @@
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.DependencyInjection.Extensions;
 using Queue.Core.Claims;
+using Queue.Core.Cluster;
 using Queue.Core.Data;
 using Queue.Core.Fairness;
 using Queue.Core.Hosting;
@@ -16,7 +17,12 @@ public static class CoreServices
     public static IServiceCollection AddQueueCore(this IServiceCollection services)
     {
         services.AddQueueDatabase();
-        services.TryAddSingleton(TimeProvider.System);
+        // Business time is the database's (leases, due times, retries), so processes on hosts whose clocks disagree
+        // still agree on when a lease expires; a test that registers its own TimeProvider first keeps it.
+        services.AddCheckedOptions<ClusterOptions, ClusterOptionsRules>();
+        services.TryAddSingleton(_ => new DatabaseClock(TimeProvider.System));
+        services.TryAddSingleton<TimeProvider>(sp => sp.GetRequiredService<DatabaseClock>());
+        services.AddHostedService<DatabaseClockSync>();
         services.TryAddSingleton<BackgroundWork>();
         services.AddHostedService<BackgroundWorkHost>();
         services.AddCheckedOptions<OrderingOptions, OrderingOptionsRules>();

@@ -50,17 +50,26 @@ public sealed class PrivateMariaDb : IAsyncDisposable
     /// Starts a throwaway server in a fresh temporary directory. The server is killed and the directory removed when
     /// this process exits, however it exits: a watchdog shell polls our pid, so a crashed test run leaves nothing behind.
     /// </summary>
-    public static Task<PrivateMariaDb> StartEphemeralAsync(string bufferPool = "512M", CancellationToken ct = default)
+    public static Task<PrivateMariaDb> StartEphemeralAsync(string bufferPool = "512M", CancellationToken ct = default) =>
+        StartEphemeralAsync(bufferPool, [], ct);
+
+    /// <summary>A throwaway server, as above, with <paramref name="extraArgs"/> after the usual settings.</summary>
+    public static Task<PrivateMariaDb> StartEphemeralAsync(string bufferPool, IReadOnlyList<string> extraArgs, CancellationToken ct = default)
     {
         var dir = Path.Combine(Path.GetTempPath(), "queue-db-" + Guid.NewGuid().ToString("N")[..12]);
-        return StartAsync(dir, FreePort(), bufferPool, removeOnExit: true, tiedToThisProcess: true, ct);
+        return StartAsync(dir, FreePort(), bufferPool, removeOnExit: true, tiedToThisProcess: true, ct, extraArgs);
     }
 
     /// <summary>
     /// Starts (or reuses, if it is already running) the persistent server in <paramref name="directory"/>, as the
     /// run command does. <paramref name="tiedToThisProcess"/> decides whether the server stops when this process ends.
     /// </summary>
-    public static async Task<PrivateMariaDb> StartOrAttachAsync(string directory, int port, bool tiedToThisProcess, CancellationToken ct = default)
+    public static Task<PrivateMariaDb> StartOrAttachAsync(string directory, int port, bool tiedToThisProcess, CancellationToken ct = default) =>
+        StartOrAttachAsync(directory, port, tiedToThisProcess, [], ct);
+
+    /// <summary>As above, with <paramref name="extraArgs"/> after the usual settings when the server is started here.</summary>
+    public static async Task<PrivateMariaDb> StartOrAttachAsync(string directory, int port, bool tiedToThisProcess, IReadOnlyList<string> extraArgs,
+        CancellationToken ct = default)
     {
         directory = Path.GetFullPath(directory);
         var existing = await TryAttachAsync(directory, port, ct);
@@ -68,7 +77,7 @@ public sealed class PrivateMariaDb : IAsyncDisposable
         {
             return existing;
         }
-        return await StartAsync(directory, port, DefaultBufferPool, removeOnExit: false, tiedToThisProcess, ct);
+        return await StartAsync(directory, port, DefaultBufferPool, removeOnExit: false, tiedToThisProcess, ct, extraArgs);
     }
 
     private static async Task<PrivateMariaDb?> TryAttachAsync(string directory, int port, CancellationToken ct)

@@ -1,6 +1,8 @@
 using Microsoft.AspNetCore.Antiforgery;
 using Microsoft.AspNetCore.Authentication.Cookies;
 using Microsoft.AspNetCore.Authorization;
+using Microsoft.AspNetCore.DataProtection;
+using Microsoft.AspNetCore.DataProtection.KeyManagement;
 using Microsoft.Extensions.Options;
 using Queue.Core;
 using Queue.Core.Admin;
@@ -19,6 +21,9 @@ public static class AdminHosting
         services.AddQueueCore();
         services.AddQueueAdmin();
         services.AddCheckedOptions<AdminOptions, AdminOptionsRules>();
+        // One key ring for every Admin process (a login made on one is valid on all), kept in the database.
+        services.AddDataProtection().SetApplicationName("Queue.Admin");
+        services.AddOptions<KeyManagementOptions>().Configure<IServiceProvider>((o, sp) => o.XmlRepository = new DatabaseKeyRing(sp.GetRequiredService<MySqlConnector.MySqlDataSource>()));
         services.AddAuthentication(CookieAuthenticationDefaults.AuthenticationScheme)
             .AddCookie(o =>
             {

@@ -45,6 +45,8 @@ public static class ApiHosting
     {
         var services = builder.Services;
         services.AddQueueCore();
+        services.AddSingleton<Queue.Core.Cluster.ClusterNodes>();
+        services.AddHostedService(sp => sp.GetRequiredService<Queue.Core.Cluster.ClusterNodes>());
         services.AddCheckedOptions<ApiLimitsOptions, ApiLimitsOptionsRules>();
         services.AddOptions<KestrelServerOptions>().Configure<IOptions<ApiLimitsOptions>>((k, limits) =>
         {

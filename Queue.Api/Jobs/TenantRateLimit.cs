@@ -3,6 +3,7 @@ using System.Threading.RateLimiting;
 using Microsoft.AspNetCore.RateLimiting;
 using Microsoft.Extensions.Options;
 using Queue.Api.Infrastructure;
+using Queue.Core.Cluster;
 
 namespace Queue.Api.Jobs;
 
@@ -10,8 +11,11 @@ namespace Queue.Api.Jobs;
 /// Per-tenant token bucket on customer routes: <c>rate_limit</c> tokens per second, bucket size <c>rate_burst</c>, from the
 /// tenant row (carried on the key's cached principal, so a change applies within Auth:KeyCacheSeconds). 0 means no limit.
 /// The partition key includes the limits, so a changed setting starts a fresh bucket.
+/// With several Api processes behind a balancer, each enforces its share: the rate and the burst divided by the live
+/// Api processes (<see cref="ClusterNodes"/>), which holds the tenant to its rate across the cluster while the balancer
+/// spreads requests evenly, at no cost per request (docs/DESIGN.md "Scaling out").
 /// </summary>
-public sealed class TenantRateLimitPolicy : IRateLimiterPolicy<string>
+public sealed class TenantRateLimitPolicy(ClusterNodes nodes) : IRateLimiterPolicy<string>
 {
     public const string Name = "tenant";
 
@@ -39,15 +43,19 @@ public sealed class TenantRateLimitPolicy : IRateLimiterPolicy<string>
         {
             return RateLimitPartition.GetNoLimiter("unlimited:" + tenant);
         }
-        return RateLimitPartition.GetTokenBucketLimiter(string.Create(CultureInfo.InvariantCulture, $"{tenant}:{limit}:{burst}"), _ => Bucket(limit, burst));
+        var share = nodes.LiveApiNodes;
+        return RateLimitPartition.GetTokenBucketLimiter(string.Create(CultureInfo.InvariantCulture, $"{tenant}:{limit}:{burst}:{share}"),
+            _ => Bucket((double)limit / share, (int)Math.Ceiling((double)burst / share)));
     }
 
-    /// <summary>Refills ten times a second (or once per token below 10/s) so a limit is smooth, not a burst per second.</summary>
-    public static TokenBucketRateLimiterOptions Bucket(int limit, int burst)
+    /// <summary>
+    /// Refills about ten times a second (or once per token below 10/s) so a limit is smooth, not a burst per second; the
+    /// period is chosen so that whole tokens per period give exactly <paramref name="rate"/> per second.
+    /// </summary>
+    public static TokenBucketRateLimiterOptions Bucket(double rate, int burst)
     {
-        var (tokens, period) = limit >= 10
-            ? ((int)Math.Ceiling(limit / 10.0), TimeSpan.FromMilliseconds(100))
-            : (1, TimeSpan.FromSeconds(1.0 / limit));
+        var tokens = Math.Max(1, (int)Math.Floor(rate / 10));
+        var period = TimeSpan.FromSeconds(tokens / rate);
         return new TokenBucketRateLimiterOptions
         {
             TokenLimit = Math.Max(Math.Max(burst, tokens), 1),

@@ -33,7 +33,29 @@ public sealed partial class ClaimBackgroundService(IServiceProvider services, Wo
         dispatcher = services.GetRequiredService<ClaimDispatcher>();
         stats = services.GetRequiredService<WorkStats>();
         started = true;
-        return Task.WhenAll(PollLoopAsync(stoppingToken), MaintenanceLoopAsync(stoppingToken), StatsLoopAsync(stoppingToken));
+        return Task.WhenAll(PollLoopAsync(stoppingToken), WakeLoopAsync(stoppingToken), MaintenanceLoopAsync(stoppingToken), StatsLoopAsync(stoppingToken));
+    }
+
+    /// <summary>New items committed by any process (docs/DESIGN.md "Scaling out": wake-ups across processes).</summary>
+    private Task WakeLoopAsync(CancellationToken ct)
+    {
+        var newest = -1L;
+        return PeriodicLoop.RunAsync(TimeSpan.FromMilliseconds(options.Value.WakeMilliseconds), async c =>
+        {
+            if (signal.Waiters > 0)
+            {
+                await using var conn = await db.OpenConnectionAsync(c);
+                var now = await conn.ExecuteScalarAsync<long>(new CommandDefinition(ClaimSql.NewestItem, cancellationToken: c));
+                if (now != newest)
+                {
+                    if (newest >= 0)
+                    {
+                        signal.Notify();
+                    }
+                    newest = now;
+                }
+            }
+        }, ex => LogBackgroundFailed(logger, ex, "wake"), ct);
     }
 
     private Task PollLoopAsync(CancellationToken ct) =>

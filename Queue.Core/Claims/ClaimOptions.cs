@@ -36,6 +36,13 @@ public sealed class ClaimOptions
     /// <summary>Interval of the one shared poll per process that wakes long-polling workers for work other processes made.</summary>
     public int PollMilliseconds { get; set; } = 250;
 
+    /// <summary>
+    /// While workers wait, how often this process checks whether another process committed new items (one read of the
+    /// end of the items' primary key), so work submitted through any Api process wakes waiting workers within about
+    /// this long. The full poll above still finds retries falling due and expired leases.
+    /// </summary>
+    public int WakeMilliseconds { get; set; } = 40;
+
     /// <summary>How often per-tenant and per-worker counts are added to tenant_counters and workers.</summary>
     public int StatsFlushMilliseconds { get; set; } = 5000;
 }
@@ -53,6 +60,7 @@ public sealed class ClaimOptionsRules() : OptionsRules<ClaimOptions>("Claims")
         (nameof(o.MaxConcurrentFlushes), o.MaxConcurrentFlushes is >= 1 and <= 16, "must be 1 to 16"),
         (nameof(o.DatabaseWaitMilliseconds), o.DatabaseWaitMilliseconds > 0, "must be positive"),
         (nameof(o.PollMilliseconds), o.PollMilliseconds is >= 10 and <= 60_000, "must be 10 to 60000"),
+        (nameof(o.WakeMilliseconds), o.WakeMilliseconds is >= 5 and <= 60_000, "must be 5 to 60000"),
         (nameof(o.StatsFlushMilliseconds), o.StatsFlushMilliseconds >= 100, "must be at least 100"),
     ];
 }

@@ -254,6 +254,13 @@ public static class ClaimSql
         GROUP BY t.name
         """;
 
+    /// <summary>
+    /// The newest item id: the end of the primary key, one B-tree descent at any depth ("Select tables optimized away").
+    /// A process whose workers wait reads it every <c>Claims:WakeMilliseconds</c>; a change means another process
+    /// committed new items, so its workers look at once instead of at the next full poll.
+    /// </summary>
+    public const string NewestItem = "SELECT COALESCE(MAX(id), 0) FROM items";
+
     /// <summary>The one shared poll per process while workers wait: is any unblocked lane claimable now?</summary>
     public const string AnyLaneAvailable = """
         SELECT EXISTS (SELECT 1 FROM ordering FORCE INDEX (ix_ordering_any) WHERE blocked = 0 AND available_at <= @Now)
