@@ -18,25 +18,8 @@ else
   scripts/ensure-packages.sh mariadb
 fi
 
-echo "Building (Release)..."
-dotnet build Queue.slnx -c Release -nologo -v quiet -clp:ErrorsOnly >/dev/null
-BIN() { echo "$ROOT/$1/bin/Release/net10.0/$1.dll"; }
-
-pids=()
-stop_all() {
-  trap - INT TERM EXIT
-  echo; echo "Stopping services..."
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  if [ -z "$external_db" ] && [ -f "$STATE/db/mariadbd.pid" ]; then
-    echo "Stopping MariaDB..."
-    dbpid=$(cat "$STATE/db/mariadbd.pid")
-    kill -TERM "$dbpid" 2>/dev/null || true
-    for _ in $(seq 1 300); do kill -0 "$dbpid" 2>/dev/null || break; sleep 0.1; done
-  fi
-  echo "Stopped."
-  exit 0
-}
+. "$ROOT/scripts/services.sh"
+build_release
 trap stop_all INT TERM EXIT
 
 # The services never start a database themselves: the private server (started or reused; it outlives this script
@@ -46,57 +29,21 @@ if [ -z "$external_db" ]; then
   dotnet "$(BIN Queue.Local)" start-db --dir "$STATE/db" --port 5306 --database queue > "$STATE/db.connection"
   ConnectionStrings__Queue=$(cat "$STATE/db.connection")
   export ConnectionStrings__Queue
+  db_pidfiles+=("$STATE/db/mariadbd.pid")
 fi
 dotnet "$(BIN Queue.Admin)" migrate
 
-if [ ! -f "$STATE/demo.env" ]; then
-  echo "First run: creating the demo tenants, keys and technician..."
-  admin() { dotnet "$(BIN Queue.Admin)" "$@"; }
-  admin create-tenant acme --tasks text,thumbnail --if-missing >/dev/null
-  admin create-tenant globex --tasks text,thumbnail --if-missing >/dev/null
-  key_a=$(admin create-key --role customer --tenant acme --label demo)
-  key_b=$(admin create-key --role customer --tenant globex --label demo)
-  key_w=$(admin create-key --role worker --label demo)
-  password=$(head -c 18 /dev/urandom | base64 | tr -d '/+=' | head -c 20)
-  admin create-technician tech "$password" >/dev/null
-  umask 077
-  cat > "$STATE/demo.env" <<ENV
-QUEUE_URL=$API_URL
-QUEUE_ADMIN_URL=$ADMIN_URL
-QUEUE_CUSTOMER_KEY=$key_a
-QUEUE_CUSTOMER_KEY_B=$key_b
-QUEUE_WORKER_KEY=$key_w
-QUEUE_ADMIN_USER=tech
-QUEUE_ADMIN_PASSWORD=$password
-ENV
-  chmod 600 "$STATE/demo.env"
-fi
+ensure_demo_env "$STATE/${external_db:+external-}db" "$API_URL" "$ADMIN_URL"
 
-mkdir -p "$STATE/logs"
 # A 2 MB gen0 budget instead of one sized from the L3 cache keeps each service's RSS down (README "Memory"); the runtime
 # reads this knob only from the environment.
 export DOTNET_GCgen0size=${DOTNET_GCgen0size:-0x200000}
-start() { # name url
-  local name=$1 url=$2
-  ASPNETCORE_URLS=$url dotnet "$(BIN "$name")" --contentRoot "$ROOT/$name/bin/Release/net10.0" > >(tee "$STATE/logs/$name.log" | sed -u "s/^/[$name] /") 2>&1 &
-  pids+=($!)
-}
 start Queue.Api "$API_URL"
 # The Admin's cookies are HTTPS-only unless told otherwise; this one-machine setup serves plain HTTP on 127.0.0.1.
 Admin__AllowHttp=true start Queue.Admin "$ADMIN_URL"
 start Queue.Scheduler "$SCHED_URL"
 
-healthy() { curl -fsS -o /dev/null --max-time 2 "$1" 2>/dev/null; }
-for svc in "Queue.Api $API_URL/healthz" "Queue.Admin $ADMIN_URL/healthz" "Queue.Scheduler $SCHED_URL/healthz"; do
-  set -- $svc
-  ok=""
-  for _ in $(seq 1 600); do healthy "$2" && { ok=1; break; }; sleep 0.1; done
-  if [ -z "$ok" ]; then
-    echo "$1 did not become healthy at $2; the last lines of its log (.queue/logs/$1.log):" >&2
-    tail -n 20 "$STATE/logs/$1.log" >&2 || true
-    exit 1
-  fi
-done
+wait_healthy "Queue.Api $API_URL/healthz" "Queue.Admin $ADMIN_URL/healthz" "Queue.Scheduler $SCHED_URL/healthz"
 
 set -a; . "$STATE/demo.env"; set +a
 cat <<MSG
@@ -113,10 +60,4 @@ Queue is running.
   Why is a job where it is:  curl -H "Authorization: Bearer \$QUEUE_CUSTOMER_KEY" $QUEUE_URL/jobs/ID/explain
 
 MSG
-# Run until Ctrl-C, or until any service exits on its own (then stop the rest rather than limp on).
-while :; do
-  for p in "${pids[@]}"; do
-    if ! kill -0 "$p" 2>/dev/null; then echo "A service (pid $p) exited; stopping Queue." >&2; exit 1; fi
-  done
-  sleep 1
-done
+watch_all

@@ -25,6 +25,7 @@ public static class OpsApi
             };
         });
         ApiMetrics.TrackRewrites(app.ServiceProvider);
+        ApiMetrics.TrackReplica(app.ServiceProvider);
         return app;
     }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the Debian packages Queue needs when they are missing: ensure-packages.sh mariadb [chromium] [wrk]
+# Installs the Debian packages Queue needs when they are missing: ensure-packages.sh mariadb [chromium] [wrk] [haproxy]
 set -euo pipefail
 need=()
 for what in "$@"; do
@@ -7,6 +7,7 @@ for what in "$@"; do
     mariadb)  command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server) ;;
     chromium) command -v chromium >/dev/null 2>&1 || need+=(chromium) ;;
     wrk)      command -v wrk >/dev/null 2>&1 || need+=(wrk) ;;
+    haproxy)  command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || need+=(haproxy) ;;
   esac
 done
 [ ${#need[@]} -eq 0 ] && exit 0

@@ -23,7 +23,7 @@ public static class AdminHosting
         services.AddCheckedOptions<AdminOptions, AdminOptionsRules>();
         // One key ring for every Admin process (a login made on one is valid on all), kept in the database.
         services.AddDataProtection().SetApplicationName("Queue.Admin");
-        services.AddOptions<KeyManagementOptions>().Configure<IServiceProvider>((o, sp) => o.XmlRepository = new DatabaseKeyRing(sp.GetRequiredService<MySqlConnector.MySqlDataSource>()));
+        services.AddOptions<KeyManagementOptions>().Configure<IServiceProvider>((o, sp) => o.XmlRepository = new DatabaseKeyRing(sp));
         services.AddAuthentication(CookieAuthenticationDefaults.AuthenticationScheme)
             .AddCookie(o =>
             {

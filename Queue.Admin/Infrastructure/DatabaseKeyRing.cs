@@ -17,17 +17,21 @@ namespace Queue.Admin.Infrastructure;
 /// Admin protects (docs/DESIGN.md "Scaling out"); a deployment that wants more adds
 /// <c>ProtectKeysWithCertificate</c>, which wraps each element before it reaches this class.
 /// </remarks>
-public sealed class DatabaseKeyRing(MySqlDataSource db) : IXmlRepository
+public sealed class DatabaseKeyRing(IServiceProvider services) : IXmlRepository
 {
+    // Resolved per call: the data source exists only once DatabaseBootstrap has run, and the data-protection hosted
+    // service, which starts first, tries an early load of the ring (it logs the failure and loads it on first use).
+    private MySqlDataSource Db => services.GetRequiredService<MySqlDataSource>();
+
     public IReadOnlyCollection<XElement> GetAllElements()
     {
-        using var conn = db.OpenConnection();
+        using var conn = Db.OpenConnection();
         return conn.Query<string>(ClusterSql.AllKeys).Select(XElement.Parse).ToList();
     }
 
     public void StoreElement(XElement element, string friendlyName)
     {
-        using var conn = db.OpenConnection();
+        using var conn = Db.OpenConnection();
         conn.Execute(ClusterSql.StoreKey, new { Name = friendlyName, Xml = element.ToString(SaveOptions.DisableFormatting) });
     }
 }

@@ -1,12 +1,16 @@
 using Microsoft.AspNetCore.Mvc.RazorPages;
 using MySqlConnector;
 using Queue.Core.Admin;
+using Queue.Core.Data;
 using Queue.Core.Fairness;
 
 namespace Queue.Admin.Pages;
 
-public sealed class IndexModel(AdminQueries queries, MySqlDataSource db, TimeProvider clock) : PageModel
+public sealed class IndexModel(AdminQueries queries, MySqlDataSource db, ReadSource reads, TimeProvider clock) : PageModel
 {
+    /// <summary>Where reads that may lag go, and the replica's lag (shown only when there is a replica).</summary>
+    public ReadSource Reads => reads;
+
     public Dashboard Data { get; private set; } = null!;
 
     /// <summary>The fairness metrics each Api process wrote in the last five minutes (one per process).</summary>

@@ -1,6 +1,7 @@
 using System.Diagnostics;
 using MySqlConnector;
 using Prometheus;
+using Queue.Core.Data;
 using Queue.Core.Sql;
 
 namespace Queue.Api.Infrastructure;
@@ -17,6 +18,12 @@ public static class ApiMetrics
     public static readonly Counter OrderingRewrites = Metrics.CreateCounter("queue_ordering_rewrites_total",
         "Ordering rewrites completed by the Scheduler cluster, read from rewrite_log (refreshed at most every few seconds).");
 
+    public static readonly Gauge ReplicaLag = Metrics.CreateGauge("queue_replica_lag_seconds",
+        "The read replica's lag behind the primary (Seconds_Behind_Master), -1 when it is stopped or not replicating; absent without a replica.");
+
+    public static readonly Gauge ReadsFromReplica = Metrics.CreateGauge("queue_reads_from_replica",
+        "1 while reads that may lag go to the replica, 0 while they go to the primary.");
+
     /// <summary>How stale the rewrite count may be: a scrape reads the database at most this often.</summary>
     private static readonly TimeSpan RewriteCountCache = TimeSpan.FromSeconds(5);
 
@@ -27,6 +34,21 @@ public static class ApiMetrics
         LeasesExpired.Inc(0);
         Completions.Inc(0);
         OrderingRewrites.Inc(0);
+    }
+
+    /// <summary>The replica's lag and whether reads use it, as the last check found them (no database call per scrape).</summary>
+    public static void TrackReplica(IServiceProvider services)
+    {
+        var reads = services.GetRequiredService<ReadSource>();
+        if (!reads.HasReplica)
+        {
+            return;
+        }
+        Metrics.DefaultRegistry.AddBeforeCollectCallback(() =>
+        {
+            ReplicaLag.Set(reads.LagSeconds ?? -1);
+            ReadsFromReplica.Set(reads.ReplicaInUse ? 1 : 0);
+        });
     }
 
     /// <summary>
@@ -48,8 +70,7 @@ public static class ApiMetrics
             {
                 using var timeout = CancellationTokenSource.CreateLinkedTokenSource(ct);
                 timeout.CancelAfter(TimeSpan.FromSeconds(1));
-                var db = services.GetRequiredService<MySqlDataSource>();
-                await using var conn = await db.OpenConnectionAsync(timeout.Token);
+                await using var conn = await services.GetRequiredService<ReadSource>().OpenAsync(timeout.Token);
                 await using var cmd = new MySqlCommand(OpsSql.CountRewrites, conn);
                 var count = Convert.ToDouble(await cmd.ExecuteScalarAsync(timeout.Token), System.Globalization.CultureInfo.InvariantCulture);
                 OrderingRewrites.IncTo(count);

@@ -1,5 +1,6 @@
 using Dapper;
 using MySqlConnector;
+using Queue.Core.Data;
 using Queue.Core.Claims;
 using Queue.Core.Ordering;
 using Queue.Core.Sql;
@@ -9,7 +10,11 @@ namespace Queue.Core.Admin;
 /// <summary>
 /// Read side of the Admin UI. Reads are plain consistent reads (no locks), so looking never slows claims down.
 /// </summary>
-public sealed class AdminQueries(MySqlDataSource db, OrderingCalendar calendar, TimeProvider clock)
+/// <remarks>
+/// Lists, charts, the dashboard, the audit log and the workers page read through <see cref="ReadSource"/> (the replica
+/// when there is one); a single job's page reads the primary, because it is what a technician looks at right after acting.
+/// </remarks>
+public sealed class AdminQueries(MySqlDataSource db, ReadSource reads, OrderingCalendar calendar, TimeProvider clock)
 {
     public const int MaxPageSize = 200;
 
@@ -21,7 +26,7 @@ public sealed class AdminQueries(MySqlDataSource db, OrderingCalendar calendar, 
     {
         limit = Math.Clamp(limit, 1, MaxPageSize);
         var now = clock.GetUtcNow().UtcDateTime;
-        await using var conn = await db.OpenConnectionAsync(ct);
+        await using var conn = await reads.OpenAsync(ct);
         var sql = filter.Task is not null ? AdminSql.QueuePageForTask : filter.TenantId is not null ? AdminSql.QueuePageForTenant : AdminSql.QueuePage;
         var rows = (await conn.QueryAsync<LaneGroup>(new CommandDefinition(sql, new
         {
@@ -73,7 +78,7 @@ public sealed class AdminQueries(MySqlDataSource db, OrderingCalendar calendar, 
     /// <summary>The lowest value among unblocked jobs: an override below it puts a job first.</summary>
     public async Task<long?> LowestValueAsync(CancellationToken ct)
     {
-        await using var conn = await db.OpenConnectionAsync(ct);
+        await using var conn = await reads.OpenAsync(ct);
         return await conn.ExecuteScalarAsync<long?>(new CommandDefinition(AdminSql.LowestValue, cancellationToken: ct));
     }
 
@@ -81,7 +86,7 @@ public sealed class AdminQueries(MySqlDataSource db, OrderingCalendar calendar, 
     public async Task<(IReadOnlyList<AdminJob> Jobs, long? NextBefore)> RecentJobsAsync(long before, int limit, CancellationToken ct)
     {
         limit = Math.Clamp(limit, 1, MaxPageSize);
-        await using var conn = await db.OpenConnectionAsync(ct);
+        await using var conn = await reads.OpenAsync(ct);
         var rows = (await conn.QueryAsync<AdminJob>(new CommandDefinition(AdminSql.RecentJobs, new { Before = before, Limit = limit + 1 }, cancellationToken: ct))).AsList();
         long? next = null;
         if (rows.Count > limit)
@@ -146,7 +151,7 @@ public sealed class AdminQueries(MySqlDataSource db, OrderingCalendar calendar, 
     public async Task<AuditPage> AuditAsync(long? jobId, long before, int limit, CancellationToken ct)
     {
         limit = Math.Clamp(limit, 1, MaxPageSize);
-        await using var conn = await db.OpenConnectionAsync(ct);
+        await using var conn = await reads.OpenAsync(ct);
         var rows = (await conn.QueryAsync<AuditEntry>(new CommandDefinition(jobId is null ? AdminSql.AuditPage : AdminSql.AuditPageForJob,
             new { JobId = jobId, Before = before, Limit = limit + 1 }, cancellationToken: ct))).AsList();
         long? next = null;
@@ -168,7 +173,7 @@ public sealed class AdminQueries(MySqlDataSource db, OrderingCalendar calendar, 
         var depthTask = OnOwnConnectionAsync(async conn =>
             (await conn.QueryAsync<TenantDepth>(new CommandDefinition(AdminSql.DepthByTenant, cancellationToken: ct))).ToDictionary(d => d.TenantId), ct);
         var holdersTask = OnOwnConnectionAsync(conn => WorkerRoster.LeaseRowsAsync(conn, now, ct), ct);
-        await using var conn = await db.OpenConnectionAsync(ct);
+        await using var conn = await reads.OpenAsync(ct);
         var rewrite = await conn.QuerySingleOrDefaultAsync<RewriteInfo>(new CommandDefinition(AdminSql.LastRewrite, cancellationToken: ct));
         var names = (await conn.QueryAsync<(long Id, string Name)>(new CommandDefinition(AdminSql.TenantNames, cancellationToken: ct)))
             .ToDictionary(t => t.Id, t => t.Name);
@@ -201,13 +206,13 @@ public sealed class AdminQueries(MySqlDataSource db, OrderingCalendar calendar, 
 
     private async Task<T> OnOwnConnectionAsync<T>(Func<MySqlConnection, Task<T>> query, CancellationToken ct)
     {
-        await using var conn = await db.OpenConnectionAsync(ct);
+        await using var conn = await reads.OpenAsync(ct);
         return await query(conn);
     }
 
     public async Task<IReadOnlyList<LeaseHolder>> WorkersAsync(CancellationToken ct)
     {
-        await using var conn = await db.OpenConnectionAsync(ct);
+        await using var conn = await reads.OpenAsync(ct);
         return await WorkerRoster.HoldersAsync(conn, clock.GetUtcNow().UtcDateTime, ct);
     }
 

@@ -14,7 +14,7 @@ public sealed record TenantItemCounts(string Tenant, long Ready, long Leased, lo
 /// Per-tenant claim/completion counts and per-worker last-seen, counted in memory on the hot path and added to
 /// tenant_counters and workers every few seconds (the Scheduler's minute snapshots and the Admin read those).
 /// </summary>
-public sealed class WorkStats(MySqlDataSource db, TimeProvider clock)
+public sealed class WorkStats(MySqlDataSource db, ReadSource reads, TimeProvider clock)
 {
     private readonly ConcurrentDictionary<long, TenantDelta> tenants = new();
     private readonly ConcurrentDictionary<string, WorkerDelta> workers = new(StringComparer.Ordinal);
@@ -105,10 +105,10 @@ public sealed class WorkStats(MySqlDataSource db, TimeProvider clock)
         }
     }
 
-    /// <summary>Items per tenant and state, from the jobs counters plus the live leases of open jobs; never a scan of items.</summary>
+    /// <summary>Items per tenant and state, from the jobs counters plus the live leases of open jobs; never a scan of items. A metrics aggregate, so it reads through <see cref="ReadSource"/>.</summary>
     public async Task<IReadOnlyList<TenantItemCounts>> ItemCountsAsync(CancellationToken ct)
     {
-        await using var conn = await db.OpenConnectionAsync(ct);
+        await using var conn = await reads.OpenAsync(ct);
         var totals = (await conn.QueryAsync<TotalsRow>(new CommandDefinition(ClaimSql.ItemsByTenant, cancellationToken: ct))).AsList();
         var leased = (await conn.QueryAsync<LeasedRow>(new CommandDefinition(ClaimSql.LeasedByTenant,
             new { Now = clock.GetUtcNow().UtcDateTime }, cancellationToken: ct))).ToDictionary(r => r.Tenant, r => r.Leased, StringComparer.Ordinal);

@@ -13,6 +13,12 @@ public sealed class ClusterOptions
 
     /// <summary>A process whose heartbeat is older than this no longer counts as live (its share of the limits returns to the others).</summary>
     public int NodeTimeoutSeconds { get; set; } = 10;
+
+    /// <summary>How often the replica's lag is measured (only with <c>ConnectionStrings:QueueRead</c>).</summary>
+    public int ReplicaCheckSeconds { get; set; } = 2;
+
+    /// <summary>Reads that may lag go to the primary while the replica is further behind than this.</summary>
+    public int MaxReplicaLagSeconds { get; set; } = 30;
 }
 
 public sealed class ClusterOptionsRules() : OptionsRules<ClusterOptions>("Cluster")
@@ -23,5 +29,7 @@ public sealed class ClusterOptionsRules() : OptionsRules<ClusterOptions>("Cluste
         (nameof(o.HeartbeatSeconds), o.HeartbeatSeconds is >= 1 and <= 60, "must be 1 to 60"),
         (nameof(o.NodeTimeoutSeconds), o.NodeTimeoutSeconds >= 2 * o.HeartbeatSeconds && o.NodeTimeoutSeconds <= 600,
             "must be at least twice HeartbeatSeconds and at most 600"),
+        (nameof(o.ReplicaCheckSeconds), o.ReplicaCheckSeconds is >= 1 and <= 300, "must be 1 to 300"),
+        (nameof(o.MaxReplicaLagSeconds), o.MaxReplicaLagSeconds is >= 0 and <= 86_400, "must be 0 to 86400"),
     ];
 }

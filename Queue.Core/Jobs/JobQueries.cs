@@ -1,12 +1,17 @@
 using System.Buffers;
 using Dapper;
 using MySqlConnector;
+using Queue.Core.Data;
 using Queue.Core.Sql;
 
 namespace Queue.Core.Jobs;
 
 /// <summary>Customer reads: job pages, document pages and downloads, item pages. Every read checks the tenant.</summary>
-public sealed class JobQueries(MySqlDataSource db, JobStatusService status)
+/// <remarks>
+/// The pages (jobs, documents, items) read through <see cref="ReadSource"/>: the replica when there is one, so a page may
+/// lag the primary by up to Cluster:MaxReplicaLagSeconds. A single document's metadata and its bytes read the primary.
+/// </remarks>
+public sealed class JobQueries(MySqlDataSource db, ReadSource reads, JobStatusService status)
 {
     /// <summary>Bytes per slice of a download: the most a download holds in memory at once.</summary>
     public const int SliceBytes = 1024 * 1024;
@@ -24,7 +29,7 @@ public sealed class JobQueries(MySqlDataSource db, JobStatusService status)
             }
             (afterCreated, afterId) = (new DateTime(c[0], DateTimeKind.Utc), c[1]);
         }
-        await using var conn = await db.OpenConnectionAsync(ct);
+        await using var conn = await reads.OpenAsync(ct);
         var rows = (await conn.QueryAsync<JobRow>(new CommandDefinition(state is null ? JobSql.JobsPage : JobSql.JobsPageInState,
             new { TenantId = tenantId, State = state, AfterCreated = afterCreated, AfterId = afterId, Limit = limit + 1 }, cancellationToken: ct))).AsList();
         var next = rows.Count > limit ? Cursor.Encode(rows[limit - 1].CreatedAt.Ticks, rows[limit - 1].Id) : null;
@@ -40,7 +45,7 @@ public sealed class JobQueries(MySqlDataSource db, JobStatusService status)
     public async Task<Page<DocumentInfo>?> DocumentsAsync(long tenantId, long jobId, int limit, string? after, CancellationToken ct)
     {
         var afterId = after is null ? 0 : (Cursor.Decode(after, 1) ?? throw Invalid("after", "is not a cursor from a previous page"))[0];
-        await using var conn = await db.OpenConnectionAsync(ct);
+        await using var conn = await reads.OpenAsync(ct);
         if (!await OwnsAsync(conn, tenantId, jobId, ct))
         {
             return null;
@@ -97,7 +102,7 @@ public sealed class JobQueries(MySqlDataSource db, JobStatusService status)
     public async Task<Page<ItemInfo>?> ItemsAsync(long tenantId, long jobId, int? state, int limit, string? after, CancellationToken ct)
     {
         var afterId = after is null ? 0 : (Cursor.Decode(after, 1) ?? throw Invalid("after", "is not a cursor from a previous page"))[0];
-        await using var conn = await db.OpenConnectionAsync(ct);
+        await using var conn = await reads.OpenAsync(ct);
         if (!await OwnsAsync(conn, tenantId, jobId, ct))
         {
             return null;

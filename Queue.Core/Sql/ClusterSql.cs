@@ -23,6 +23,9 @@ public static class ClusterSql
     /// <summary>Nodes gone for an hour (ix_cluster_nodes_kind_seen).</summary>
     public const string ForgetGone = "DELETE FROM cluster_nodes WHERE kind = @Kind AND seen_at < UTC_TIMESTAMP(6) - INTERVAL 1 HOUR";
 
+    /// <summary>The replica's state; Seconds_Behind_Master is its lag (NULL when it is not replicating).</summary>
+    public const string ReplicaStatus = "SHOW SLAVE STATUS";
+
     /// <summary>The whole key ring (a few rows: one key per 90 days).</summary>
     public const string AllKeys = "SELECT xml FROM data_protection_keys ORDER BY id";
 
