@@ -2,7 +2,7 @@
 # Runs every test and ends with "N passed, N failed". Exits non-zero on any failure or when no test ran.
 set -uo pipefail
 cd "$(dirname "$0")"
-scripts/ensure-packages.sh mariadb chromium || { echo "could not install test dependencies"; echo "0 passed, 1 failed"; exit 1; }
+scripts/ensure-packages.sh mariadb chromium haproxy || { echo "could not install test dependencies"; echo "0 passed, 1 failed"; exit 1; }
 
 results=$PWD/TestResults
 rm -rf "$results"

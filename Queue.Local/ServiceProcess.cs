@@ -57,11 +57,11 @@ public sealed class ServiceProcess : IAsyncDisposable
         }
     }
 
-    /// <summary>Starts <paramref name="assembly"/>.dll from this program's own output folder on a free loopback port.</summary>
-    public static ServiceProcess Start(string assembly, string connectionString, IDictionary<string, string>? env = null)
+    /// <summary>Starts <paramref name="assembly"/>.dll from this program's own output folder on a free loopback port (or on <paramref name="url"/>).</summary>
+    public static ServiceProcess Start(string assembly, string connectionString, IDictionary<string, string>? env = null, string? url = null)
     {
-        var port = PrivateMariaDb.FreePort();
-        var url = "http://127.0.0.1:" + port.ToString(CultureInfo.InvariantCulture);
+        // A given url restarts a service where a balancer expects it.
+        url ??= "http://127.0.0.1:" + PrivateMariaDb.FreePort().ToString(CultureInfo.InvariantCulture);
         var dll = Path.Combine(AppContext.BaseDirectory, assembly + ".dll");
         var psi = new ProcessStartInfo("dotnet") { RedirectStandardOutput = true, RedirectStandardError = true, UseShellExecute = false };
         psi.ArgumentList.Add(dll);

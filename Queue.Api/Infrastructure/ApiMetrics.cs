@@ -19,7 +19,7 @@ public static class ApiMetrics
         "Ordering rewrites completed by the Scheduler cluster, read from rewrite_log (refreshed at most every few seconds).");
 
     public static readonly Gauge ReplicaLag = Metrics.CreateGauge("queue_replica_lag_seconds",
-        "The read replica's lag behind the primary (Seconds_Behind_Master), -1 when it is stopped or not replicating; absent without a replica.");
+        "The read replica's lag behind the primary (Seconds_Behind_Master), -1 when it is stopped or not replicating; 0 without a replica.");
 
     public static readonly Gauge ReadsFromReplica = Metrics.CreateGauge("queue_reads_from_replica",
         "1 while reads that may lag go to the replica, 0 while they go to the primary.");
@@ -39,13 +39,14 @@ public static class ApiMetrics
     /// <summary>The replica's lag and whether reads use it, as the last check found them (no database call per scrape).</summary>
     public static void TrackReplica(IServiceProvider services)
     {
-        var reads = services.GetRequiredService<ReadSource>();
-        if (!reads.HasReplica)
-        {
-            return;
-        }
+        // Resolved at scrape time: the read source exists only once the host has started.
         Metrics.DefaultRegistry.AddBeforeCollectCallback(() =>
         {
+            var reads = services.GetRequiredService<ReadSource>();
+            if (!reads.HasReplica)
+            {
+                return;
+            }
             ReplicaLag.Set(reads.LagSeconds ?? -1);
             ReadsFromReplica.Set(reads.ReplicaInUse ? 1 : 0);
         });

@@ -68,22 +68,7 @@ public static class QueueDatabase
         {
             csb.MaximumPoolSize = 200;
         }
-        // No reset when a pooled connection is taken: the reset is a server round trip (COM_RESET_CONNECTION and
-        // SET NAMES) before every transaction, about a sixth of a one-item claim's. Nothing here leaves session state
-        // behind: every transaction sets its isolation level, user variables are set before they are read, and the
-        // rewrite's temporary table is dropped first. An explicit setting in the connection string wins.
-        if (!HasKey(connectionString, "ConnectionReset", "Connection Reset"))
-        {
-            csb.ConnectionReset = false;
-        }
         return csb.ConnectionString;
-    }
-
-    /// <summary>True when the connection string itself names one of the keys (the typed builder knows them all).</summary>
-    private static bool HasKey(string connectionString, params string[] names)
-    {
-        var given = new System.Data.Common.DbConnectionStringBuilder { ConnectionString = connectionString };
-        return names.Any(given.ContainsKey);
     }
 
     /// <summary>Every transaction the application opens is READ COMMITTED, whatever the server's default is.</summary>

@@ -1,0 +1,180 @@
+using System.Diagnostics;
+using System.Globalization;
+using System.Net.Http.Headers;
+using Dapper;
+using Microsoft.Extensions.Logging.Abstractions;
+using Microsoft.Extensions.Options;
+using MySqlConnector;
+using Queue.Core.Data;
+using Queue.Core.Jobs;
+using Queue.Core.Security;
+using Queue.Local;
+
+namespace Queue.Tests.Cluster;
+
+/// <summary>
+/// Queue as scripts/cluster.sh runs it, on this machine: a MariaDB primary and its GTID replica, three Api processes
+/// and two Admin processes on them, and HAProxy in front of the Api processes (round robin, health-checked). The Api
+/// processes poll for other work only every 5 s, so a worker woken sooner was woken by the cross-process wake-up.
+/// </summary>
+public sealed class ClusterFixture : IAsyncLifetime
+{
+    public const int ApiCount = 3;
+
+    private readonly List<ServiceProcess> apis = [];
+    private Process? haproxy;
+    private string configDirectory = "";
+
+    public ReplicatedMariaDb Db { get; private set; } = null!;
+
+    public string Primary { get; private set; } = "";
+
+    public string Replica { get; private set; } = "";
+
+    public MySqlDataSource Source { get; private set; } = null!;
+
+    public IReadOnlyList<ServiceProcess> Apis => apis;
+
+    public IReadOnlyList<ServiceProcess> Admins { get; private set; } = [];
+
+    /// <summary>The balancer: what customers and workers use.</summary>
+    public Uri Balancer { get; private set; } = null!;
+
+    public string WorkerKey { get; private set; } = "";
+
+    public static Dictionary<string, string> ApiSettings(string replica) => new()
+    {
+        ["ConnectionStrings__QueueRead"] = replica,
+        ["Claims__PollMilliseconds"] = "5000",
+        ["Cluster__HeartbeatSeconds"] = "1",
+        ["Cluster__NodeTimeoutSeconds"] = "3",
+        ["Cluster__ReplicaCheckSeconds"] = "1",
+        ["Logging__LogLevel__Default"] = "Warning",
+    };
+
+    public async Task InitializeAsync()
+    {
+        var haproxyBinary = new[] { "/usr/sbin/haproxy", "/usr/bin/haproxy" }.FirstOrDefault(File.Exists)
+            ?? throw new InvalidOperationException("haproxy is not installed: scripts/ensure-packages.sh haproxy (./test.sh does it)");
+        Db = await ReplicatedMariaDb.StartEphemeralAsync();
+        Primary = await Db.Primary.CreateDatabaseAsync("queue");
+        await Migrations.ApplyAsync(Primary, NullLogger.Instance);
+        await Db.WaitCaughtUpAsync(TimeSpan.FromSeconds(60));
+        Replica = Db.Replica.ConnectionStringFor("queue");
+        Source = new MySqlDataSourceBuilder(QueueDatabase.Normalize(Primary)).Build();
+        WorkerKey = (await Keys.IssueAsync(KeyRole.Worker, null, "cluster", default)).Secret;
+
+        for (var i = 0; i < ApiCount; i++)
+        {
+            apis.Add(ServiceProcess.Start("Queue.Api", Primary, ApiSettings(Replica)));
+        }
+        Admins = [ServiceProcess.Start("Queue.Admin", Primary, new Dictionary<string, string> { ["ConnectionStrings__QueueRead"] = Replica }),
+            ServiceProcess.Start("Queue.Admin", Primary, new Dictionary<string, string> { ["ConnectionStrings__QueueRead"] = Replica })];
+        foreach (var s in apis.Concat(Admins))
+        {
+            await s.WaitHealthyAsync();
+        }
+
+        var port = PrivateMariaDb.FreePort();
+        configDirectory = Directory.CreateTempSubdirectory("queue-haproxy-").FullName;
+        var config = Path.Combine(configDirectory, "haproxy.cfg");
+        await File.WriteAllTextAsync(config, string.Join('\n',
+        [
+            "global", "  maxconn 4096",
+            "defaults", "  mode http", "  option http-keep-alive", "  timeout connect 2s", "  timeout client 120s", "  timeout server 70s",
+            "  retries 2", "  option redispatch", "  retry-on conn-failure",
+            "frontend api", $"  bind 127.0.0.1:{port}", "  default_backend api",
+            "backend api", "  balance roundrobin", "  option httpchk GET /healthz", "  default-server check inter 500ms fall 1 rise 1",
+            .. apis.Select((a, i) => $"  server api{i} {new Uri(a.Url).Authority}"),
+            "",
+        ]));
+        haproxy = Process.Start(new ProcessStartInfo(haproxyBinary, ["-db", "-f", config]) { RedirectStandardOutput = true, RedirectStandardError = true })!;
+        Balancer = new Uri($"http://127.0.0.1:{port}");
+        using var probe = new HttpClient { BaseAddress = Balancer };
+        await Eventually.UntilAsync(async () =>
+        {
+            try
+            {
+                using var r = await probe.GetAsync(new Uri("/healthz", UriKind.Relative));
+                return r.IsSuccessStatusCode;
+            }
+            catch (HttpRequestException)
+            {
+                return false;
+            }
+        }, "HAProxy answers");
+    }
+
+    public ApiKeyService Keys => new(Source, TimeProvider.System, Options.Create(new AuthOptions { KeyCacheSeconds = 0 }));
+
+    /// <summary>A tenant of its own (one per test), with its own task, and its customer key.</summary>
+    public async Task<(string Task, string Key)> TenantAsync(int rateLimit = 0, int rateBurst = 0)
+    {
+        var name = "c" + Guid.NewGuid().ToString("N")[..10];
+        var task = "t" + name;
+        var tenant = await new TenantService(Source, TimeProvider.System).CreateAsync(name, new TenantSettings([task], RateLimit: rateLimit, RateBurst: rateBurst), default);
+        return (task, (await Keys.IssueAsync(KeyRole.Customer, tenant.Id, "cluster", default)).Secret);
+    }
+
+    public static HttpClient Client(Uri baseAddress, string key)
+    {
+        var http = new HttpClient { BaseAddress = baseAddress, Timeout = TimeSpan.FromSeconds(60) };
+        http.DefaultRequestHeaders.Authorization = new AuthenticationHeaderValue("Bearer", key);
+        return http;
+    }
+
+    /// <summary>Kills Api process <paramref name="index"/> with SIGKILL.</summary>
+    public void KillApi(int index) => apis[index].Kill();
+
+    /// <summary>Starts Api process <paramref name="index"/> again where the balancer expects it.</summary>
+    public async Task RestartApiAsync(int index)
+    {
+        var url = apis[index].Url;
+        await apis[index].DisposeAsync();
+        apis[index] = ServiceProcess.Start("Queue.Api", Primary, ApiSettings(Replica), url);
+        await apis[index].WaitHealthyAsync();
+    }
+
+    /// <summary>Waits until every Api process has counted all <see cref="ApiCount"/> live (so each enforces a third of a limit).</summary>
+    public async Task WaitAllApisLiveAsync()
+    {
+        await using var conn = await Source.OpenConnectionAsync();
+        DateTime since = default;
+        await Eventually.UntilAsync(async () =>
+        {
+            since = await conn.ExecuteScalarAsync<DateTime>("SELECT UTC_TIMESTAMP(6)");
+            return await conn.ExecuteScalarAsync<int>(
+                "SELECT COUNT(*) FROM cluster_nodes WHERE kind = 'api' AND seen_at >= UTC_TIMESTAMP(6) - INTERVAL 3 SECOND") == ApiCount;
+        }, "three live Api processes");
+        // Each heartbeat writes, then counts: once every live node has beaten after that moment, each has counted three.
+        await Eventually.UntilAsync(async () => await conn.ExecuteScalarAsync<int>(
+            "SELECT COUNT(*) FROM cluster_nodes WHERE kind = 'api' AND seen_at > @Since", new { Since = since }) == ApiCount,
+            "every Api process beat after all three were live");
+    }
+
+    public async Task<long> ScalarAsync(string sql, object? args = null)
+    {
+        await using var conn = await Source.OpenConnectionAsync();
+        return Convert.ToInt64(await conn.ExecuteScalarAsync(sql, args), CultureInfo.InvariantCulture);
+    }
+
+    public async Task DisposeAsync()
+    {
+        if (haproxy is { HasExited: false })
+        {
+            haproxy.Kill(entireProcessTree: true);
+            await haproxy.WaitForExitAsync();
+        }
+        haproxy?.Dispose();
+        foreach (var s in apis.Concat(Admins))
+        {
+            await s.DisposeAsync();
+        }
+        await Source.DisposeAsync();
+        await Db.DisposeAsync();
+        if (configDirectory.Length > 0)
+        {
+            Directory.Delete(configDirectory, recursive: true);
+        }
+    }
+}
