@@ -89,6 +89,38 @@ public sealed class SchedulerProcessTests
     }
 
     [Fact]
+    public async Task After_a_kill_9_of_one_of_two_schedulers_the_other_rewrites_every_later_period_exactly_once()
+    {
+        await using var db = await FreshDatabase.CreateAsync();
+        var period = TimeSpan.FromSeconds(2);
+        await using var a = StartScheduler(db, period);
+        await using var b = StartScheduler(db, period);
+        await Task.WhenAll(a.WaitHealthyAsync(), b.WaitHealthyAsync());
+        var (ia, ib) = (await InstanceAsync(a), await InstanceAsync(b));
+        // Kill whichever wrote the latest rewrite: the active one.
+        string active = "";
+        await WaitForAsync(async () =>
+        {
+            await using var c = await db.DataSource.OpenConnectionAsync();
+            active = await c.ExecuteScalarAsync<string?>("SELECT instance FROM rewrite_log ORDER BY period_start DESC LIMIT 1") ?? "";
+            return active.Length > 0;
+        }, "a first rewrite");
+        var (victim, survivor) = active == ia ? (a, ib) : (b, ia);
+        victim.Kill();
+        var killedAt = DateTime.UtcNow;
+        await WaitForAsync(async () => await RewriteCountByAsync(db, survivor, killedAt) >= 4, "four rewrites by the survivor", seconds: 40);
+
+        await using var conn = await db.DataSource.OpenConnectionAsync();
+        var log = (await conn.QueryAsync<DateTime>("SELECT period_start FROM rewrite_log ORDER BY period_start")).AsList();
+        Assert.Equal(log.Count, log.Distinct().Count()); // never twice
+        var after = log.Where(p => p >= killedAt - period).ToList();
+        for (var i = 1; i < after.Count; i++)
+        {
+            Assert.Equal(period, after[i] - after[i - 1]); // none skipped across the kill
+        }
+    }
+
+    [Fact]
     public async Task A_rewrite_missed_while_no_scheduler_ran_runs_as_soon_as_one_starts()
     {
         await using var db = await FreshDatabase.CreateAsync();
