@@ -18,6 +18,7 @@ public static class BenchMain
         ["status"] = StatusBench.RunAsync,
         ["peers"] = PeersBench.RunAsync,
         ["soak"] = Soak.SoakCommand.RunAsync,
+        ["cluster"] = ClusterBench.RunAsync,
     };
 
     public static async Task<int> RunAsync(string[] args)

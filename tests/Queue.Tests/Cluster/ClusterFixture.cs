@@ -1,4 +1,3 @@
-using System.Diagnostics;
 using System.Globalization;
 using System.Net.Http.Headers;
 using Dapper;
@@ -22,8 +21,7 @@ public sealed class ClusterFixture : IAsyncLifetime
     public const int ApiCount = 3;
 
     private readonly List<ServiceProcess> apis = [];
-    private Process? haproxy;
-    private string configDirectory = "";
+    private LocalBalancer? balancer;
 
     public ReplicatedMariaDb Db { get; private set; } = null!;
 
@@ -38,7 +36,7 @@ public sealed class ClusterFixture : IAsyncLifetime
     public IReadOnlyList<ServiceProcess> Admins { get; private set; } = [];
 
     /// <summary>The balancer: what customers and workers use.</summary>
-    public Uri Balancer { get; private set; } = null!;
+    public Uri Balancer => balancer!.Url;
 
     public string WorkerKey { get; private set; } = "";
 
@@ -54,8 +52,6 @@ public sealed class ClusterFixture : IAsyncLifetime
 
     public async Task InitializeAsync()
     {
-        var haproxyBinary = new[] { "/usr/sbin/haproxy", "/usr/bin/haproxy" }.FirstOrDefault(File.Exists)
-            ?? throw new InvalidOperationException("haproxy is not installed: scripts/ensure-packages.sh haproxy (./test.sh does it)");
         Db = await ReplicatedMariaDb.StartEphemeralAsync();
         Primary = await Db.Primary.CreateDatabaseAsync("queue");
         await Migrations.ApplyAsync(Primary, NullLogger.Instance);
@@ -75,34 +71,7 @@ public sealed class ClusterFixture : IAsyncLifetime
             await s.WaitHealthyAsync();
         }
 
-        var port = PrivateMariaDb.FreePort();
-        configDirectory = Directory.CreateTempSubdirectory("queue-haproxy-").FullName;
-        var config = Path.Combine(configDirectory, "haproxy.cfg");
-        await File.WriteAllTextAsync(config, string.Join('\n',
-        [
-            "global", "  maxconn 4096",
-            "defaults", "  mode http", "  option http-keep-alive", "  timeout connect 2s", "  timeout client 120s", "  timeout server 70s",
-            "  retries 2", "  option redispatch", "  retry-on conn-failure",
-            "frontend api", $"  bind 127.0.0.1:{port}", "  default_backend api",
-            "backend api", "  balance roundrobin", "  option httpchk GET /healthz", "  default-server check inter 500ms fall 1 rise 1",
-            .. apis.Select((a, i) => $"  server api{i} {new Uri(a.Url).Authority}"),
-            "",
-        ]));
-        haproxy = Process.Start(new ProcessStartInfo(haproxyBinary, ["-db", "-f", config]) { RedirectStandardOutput = true, RedirectStandardError = true })!;
-        Balancer = new Uri($"http://127.0.0.1:{port}");
-        using var probe = new HttpClient { BaseAddress = Balancer };
-        await Eventually.UntilAsync(async () =>
-        {
-            try
-            {
-                using var r = await probe.GetAsync(new Uri("/healthz", UriKind.Relative));
-                return r.IsSuccessStatusCode;
-            }
-            catch (HttpRequestException)
-            {
-                return false;
-            }
-        }, "HAProxy answers");
+        balancer = await LocalBalancer.StartAsync(apis.Select(a => a.Url));
     }
 
     public ApiKeyService Keys => new(Source, TimeProvider.System, Options.Create(new AuthOptions { KeyCacheSeconds = 0 }));
@@ -160,21 +129,15 @@ public sealed class ClusterFixture : IAsyncLifetime
 
     public async Task DisposeAsync()
     {
-        if (haproxy is { HasExited: false })
+        if (balancer is not null)
         {
-            haproxy.Kill(entireProcessTree: true);
-            await haproxy.WaitForExitAsync();
+            await balancer.DisposeAsync();
         }
-        haproxy?.Dispose();
         foreach (var s in apis.Concat(Admins))
         {
             await s.DisposeAsync();
         }
         await Source.DisposeAsync();
         await Db.DisposeAsync();
-        if (configDirectory.Length > 0)
-        {
-            Directory.Delete(configDirectory, recursive: true);
-        }
     }
 }
