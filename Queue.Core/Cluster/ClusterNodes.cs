@@ -72,6 +72,6 @@ public sealed partial class ClusterNodes(IServiceProvider services, IOptions<Clu
         }
     }
 
-    [LoggerMessage(EventId = 7002, Level = LogLevel.Warning, Message = "The cluster heartbeat failed; the last count of live Api processes stays in use")]
+    [LoggerMessage(EventId = 9002, Level = LogLevel.Warning, Message = "The cluster heartbeat failed; the last count of live Api processes stays in use")]
     private static partial void LogFailed(ILogger logger, Exception exception);
 }

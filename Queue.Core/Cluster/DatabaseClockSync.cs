@@ -32,9 +32,9 @@ public sealed partial class DatabaseClockSync(IServiceProvider services, Databas
         PeriodicLoop.RunAsync(TimeSpan.FromSeconds(options.Value.ClockSyncSeconds),
             c => clock.SyncAsync(services.GetRequiredService<MySqlDataSource>(), c), ex => LogFailed(logger, ex), stoppingToken);
 
-    [LoggerMessage(EventId = 7000, Level = LogLevel.Information, Message = "Database clock offset: {OffsetMs} ms (database minus host)")]
+    [LoggerMessage(EventId = 9000, Level = LogLevel.Information, Message = "Database clock offset: {OffsetMs} ms (database minus host)")]
     private static partial void LogOffset(ILogger logger, double offsetMs);
 
-    [LoggerMessage(EventId = 7001, Level = LogLevel.Warning, Message = "Could not read the database's clock; the last offset stays in use")]
+    [LoggerMessage(EventId = 9001, Level = LogLevel.Warning, Message = "Could not read the database's clock; the last offset stays in use")]
     private static partial void LogFailed(ILogger logger, Exception exception);
 }

@@ -22,6 +22,6 @@ public sealed partial class ReadSourceMonitor(IServiceProvider services, IOption
         await PeriodicLoop.RunAsync(TimeSpan.FromSeconds(options.Value.ReplicaCheckSeconds), reads.CheckAsync, ex => LogFailed(logger, ex), stoppingToken);
     }
 
-    [LoggerMessage(EventId = 7003, Level = LogLevel.Warning, Message = "Could not measure the replica's lag; reads stay on the primary until it answers")]
+    [LoggerMessage(EventId = 9003, Level = LogLevel.Warning, Message = "Could not measure the replica's lag; reads stay on the primary until it answers")]
     private static partial void LogFailed(ILogger logger, Exception exception);
 }
