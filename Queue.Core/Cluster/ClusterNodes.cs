@@ -43,8 +43,9 @@ public sealed partial class ClusterNodes(IServiceProvider services, IOptions<Clu
             await using var conn = await Db.OpenConnectionAsync(cancellationToken);
             await conn.ExecuteAsync(new CommandDefinition(ClusterSql.Leave, new { Node = NodeId }, cancellationToken: cancellationToken));
         }
-        catch (MySqlException ex)
+        catch (Exception ex) when (ex is MySqlException or ObjectDisposedException or InvalidOperationException or OperationCanceledException)
         {
+            // Leaving is a courtesy: a node that cannot say goodbye stops counting after NodeTimeoutSeconds anyway.
             LogFailed(logger, ex);
         }
     }

@@ -211,6 +211,32 @@ public sealed class ClusterTests(ClusterFixture fx) : IClassFixture<ClusterFixtu
         Assert.Contains(login, await dashboard.Content.ReadAsStringAsync(), StringComparison.Ordinal);
     }
 
+    [Fact]
+    public async Task A_revoked_key_is_refused_by_every_Api_process_within_the_key_cache_time()
+    {
+        var issued = await fx.Keys.IssueAsync(Queue.Core.Security.KeyRole.Worker, null, "to-revoke", default);
+        // Every process has the key cached as valid before it is revoked.
+        foreach (var api in fx.Apis)
+        {
+            using var http = ClusterFixture.Client(new Uri(api.Url), issued.Secret);
+            using var r = await http.PostAsJsonAsync(U("/next"), new { worker = "r", max = 1, wait = 0 });
+            Assert.Equal(HttpStatusCode.NoContent, r.StatusCode);
+        }
+        Assert.True(await fx.Keys.RevokeAsync(issued.Id, default));
+        var revokedAt = Stopwatch.GetTimestamp();
+        foreach (var api in fx.Apis)
+        {
+            using var http = ClusterFixture.Client(new Uri(api.Url), issued.Secret);
+            await Eventually.UntilAsync(async () =>
+            {
+                using var r = await http.PostAsJsonAsync(U("/next"), new { worker = "r", max = 1, wait = 0 });
+                return r.StatusCode == HttpStatusCode.Unauthorized;
+            }, "the revoked key is refused");
+        }
+        // Auth:KeyCacheSeconds is 5 (docs/DESIGN.md "Scaling out"); a second of margin for a loaded machine.
+        Assert.True(Stopwatch.GetElapsedTime(revokedAt) < TimeSpan.FromSeconds(6), $"refused everywhere after {Stopwatch.GetElapsedTime(revokedAt)}");
+    }
+
     /// <summary>How many Api processes say (on /metrics) that their reads go to the replica now.</summary>
     private async Task<int> ReadsFromReplicaAsync()
     {
