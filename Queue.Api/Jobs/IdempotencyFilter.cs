@@ -81,8 +81,8 @@ public sealed class IdempotencyFilter(IdempotencyStore store, IOptions<JsonOptio
         {
             var location = inner switch
             {
-                Created<CreatedJobResponse> c => c.Location,
-                Created<UploadResponse> c => c.Location,
+                JsonCreated<CreatedJobResponse> c => c.Location,
+                JsonCreated<UploadResponse> c => c.Location,
                 _ => null,
             };
             await StoreAsync(tenant, key, claim.Started, prefix, body, status.StatusCode!.Value, location, value);

@@ -49,7 +49,7 @@ public static class JobsApi
         return app;
     }
 
-    private static async Task<Results<Created<CreatedJobResponse>, ValidationProblem, ProblemHttpResult>> CreateAsync(
+    private static async Task<Results<JsonCreated<CreatedJobResponse>, ValidationProblem, ProblemHttpResult>> CreateAsync(
         HttpContext http, ClaimsPrincipal user, JobService jobs, JobStatusService status, IOptions<ApiLimitsOptions> limits,
         IOptions<JobOptions> jobOptions, IOptions<JsonOptions> json, CancellationToken ct)
     {
@@ -121,10 +121,10 @@ public static class JobsApi
         var location = string.Create(CultureInfo.InvariantCulture, $"/jobs/{created.JobId}");
         IdempotencyFilter.Committed(http, StatusCodes.Status201Created, location, new CommittedJobResponse(created.JobId, created.Documents));
         var s = await status.OfNewJobAsync(pending, created, CancellationToken.None);
-        return TypedResults.Created(location, CreatedJobResponse.From(s, created.Documents));
+        return new JsonCreated<CreatedJobResponse>(location, CreatedJobResponse.From(s, created.Documents));
     }
 
-    private static async Task<Results<Created<UploadResponse>, ValidationProblem, ProblemHttpResult>> UploadAsync(
+    private static async Task<Results<JsonCreated<UploadResponse>, ValidationProblem, ProblemHttpResult>> UploadAsync(
         long id, HttpContext http, ClaimsPrincipal user, [FromQuery] string? name, JobService jobs, IOptions<ApiLimitsOptions> limits, CancellationToken ct)
     {
         var body = RequestLimit.Body(http, limits.Value.MaxRequestBytes);
@@ -165,7 +165,7 @@ public static class JobsApi
         var location = string.Create(CultureInfo.InvariantCulture, $"/jobs/{id}/documents/{result!.Documents[0].Id}");
         var response = new UploadResponse(result.Documents, result.ItemsAdded);
         IdempotencyFilter.Committed(http, StatusCodes.Status201Created, location, response);
-        return TypedResults.Created(location, response);
+        return new JsonCreated<UploadResponse>(location, response);
     }
 
     private static async Task<Results<Ok<JobStatus>, ProblemHttpResult>> GetAsync(long id, ClaimsPrincipal user, JobStatusService status, CancellationToken ct) =>

@@ -40,7 +40,7 @@ public static class WorkerApi
         return app;
     }
 
-    private static async Task<Results<Ok<NextResponse>, NoContent, ValidationProblem, ProblemHttpResult>> NextAsync(
+    private static async Task<Results<JsonOk<NextResponse>, NoContent, ValidationProblem, ProblemHttpResult>> NextAsync(
         [FromBody(EmptyBodyBehavior = Microsoft.AspNetCore.Mvc.ModelBinding.EmptyBodyBehavior.Allow)] NextRequest? body,
         NextService next, HttpContext http, CancellationToken ct)
     {
@@ -60,7 +60,7 @@ public static class WorkerApi
                 return TypedResults.NoContent();
             }
             ApiMetrics.Claims.Inc(items.Count);
-            return TypedResults.Ok(new NextResponse(items.Select(ToDto).ToList()));
+            return new JsonOk<NextResponse>(new NextResponse(items.Select(ToDto).ToList()));
         }
         catch (ServiceBusyException ex)
         {
