@@ -258,7 +258,7 @@ public static class JobsApi
         var disposition = new ContentDispositionHeaderValue("attachment");
         disposition.SetHttpFileName(doc.Name);
         response.Headers.ContentDisposition = disposition.ToString();
-        await queries.CopyContentAsync(doc.Id, doc.Size, response.Body, ct);
+        await queries.CopyContentAsync(doc.Id, doc.Size, response.Body, ct, fromReplica: true);
         return TypedResults.Empty;
     }
 

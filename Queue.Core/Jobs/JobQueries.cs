@@ -68,35 +68,62 @@ public sealed class JobQueries(MySqlDataSource db, ReadSource reads, JobStatusSe
     /// Writes a document's bytes to <paramref name="destination"/> in slices, so that neither the driver nor this process
     /// holds more than <see cref="SliceBytes"/> of it at a time. Also for workers' GET /items/{id}/document.
     /// </summary>
-    public async Task CopyContentAsync(long documentId, long size, Stream destination, CancellationToken ct)
+    /// <param name="fromReplica">
+    /// Read the bytes through <see cref="ReadSource"/> (customers' downloads): a committed document never changes, so a
+    /// replica that has it serves exactly the primary's bytes, and one that has not replicated it yet is passed over for
+    /// the primary before anything is written.
+    /// </param>
+    public async Task CopyContentAsync(long documentId, long size, Stream destination, CancellationToken ct, bool fromReplica = false)
     {
         var buffer = ArrayPool<byte>.Shared.Rent(SliceBytes);
         try
         {
-            await using var conn = await db.OpenConnectionAsync(ct);
-            for (long offset = 0; offset < size; offset += SliceBytes)
+            if (fromReplica && reads.HasReplica)
             {
-                await using var cmd = new MySqlCommand(JobSql.ContentSlice, conn);
-                cmd.Parameters.AddWithValue("@DocumentId", documentId);
-                cmd.Parameters.AddWithValue("@Offset", offset + 1);
-                cmd.Parameters.AddWithValue("@Length", SliceBytes);
-                await using var reader = await cmd.ExecuteReaderAsync(System.Data.CommandBehavior.SequentialAccess, ct);
-                if (!await reader.ReadAsync(ct))
+                await using var replicaConnection = await reads.OpenAsync(ct);
+                if (await CopyAsync(replicaConnection, documentId, size, destination, buffer, ct))
                 {
-                    throw new InvalidOperationException($"document {documentId} has no content row");
+                    return;
                 }
-                var n = (int)reader.GetBytes(0, 0, buffer, 0, SliceBytes);
-                await destination.WriteAsync(buffer.AsMemory(0, n), ct);
-                if (n < SliceBytes)
-                {
-                    break;
-                }
+            }
+            await using var conn = await db.OpenConnectionAsync(ct);
+            if (!await CopyAsync(conn, documentId, size, destination, buffer, ct))
+            {
+                throw new InvalidOperationException($"document {documentId} has no content row");
             }
         }
         finally
         {
             ArrayPool<byte>.Shared.Return(buffer);
         }
+    }
+
+    /// <summary>False, having written nothing, when the connection's server has no content row for the document.</summary>
+    private static async Task<bool> CopyAsync(MySqlConnection conn, long documentId, long size, Stream destination, byte[] buffer, CancellationToken ct)
+    {
+        for (long offset = 0; offset < size; offset += SliceBytes)
+        {
+            await using var cmd = new MySqlCommand(JobSql.ContentSlice, conn);
+            cmd.Parameters.AddWithValue("@DocumentId", documentId);
+            cmd.Parameters.AddWithValue("@Offset", offset + 1);
+            cmd.Parameters.AddWithValue("@Length", SliceBytes);
+            await using var reader = await cmd.ExecuteReaderAsync(System.Data.CommandBehavior.SequentialAccess, ct);
+            if (!await reader.ReadAsync(ct))
+            {
+                if (offset == 0)
+                {
+                    return false;
+                }
+                throw new InvalidOperationException($"document {documentId} lost its content row while it was read");
+            }
+            var n = (int)reader.GetBytes(0, 0, buffer, 0, SliceBytes);
+            await destination.WriteAsync(buffer.AsMemory(0, n), ct);
+            if (n < SliceBytes)
+            {
+                break;
+            }
+        }
+        return true;
     }
 
     public async Task<Page<ItemInfo>?> ItemsAsync(long tenantId, long jobId, int? state, int limit, string? after, CancellationToken ct)

@@ -35,6 +35,17 @@ public sealed class ClusterTests(ClusterFixture fx) : IClassFixture<ClusterFixtu
         {
             Assert.Equal(HttpStatusCode.OK, explain.StatusCode);
         }
+        // The list may lag (it reads the replica); a download reads its bytes from the replica once it has them, else
+        // from the primary: right either way.
+        long docId = 0;
+        await Eventually.UntilAsync(async () =>
+        {
+            using var docs = await customer.GetAsync(U($"/jobs/{job}/documents"));
+            var list = (await docs.BodyAsync()).GetProperty("documents");
+            docId = list.GetArrayLength() == 1 ? list[0].GetProperty("id").GetInt64() : 0;
+            return docId != 0;
+        }, "the upload in the document list");
+        Assert.Equal("hello", await customer.GetStringAsync(U($"/jobs/{job}/documents/{docId}")));
         using var next = await worker.PostAsJsonAsync(U("/next"), new { worker = "w", tasks = new[] { task }, max = 1, wait = 5 });
         var item = (await next.BodyAsync()).GetProperty("items")[0];
         using var doc = new HttpRequestMessage(HttpMethod.Get, U($"/items/{item.GetProperty("id").GetInt64()}/document"));
@@ -155,6 +166,8 @@ public sealed class ClusterTests(ClusterFixture fx) : IClassFixture<ClusterFixtu
             await fx.Db.StartReplicaAsync();
         }
         await Eventually.UntilAsync(async () => await ReadsFromReplicaAsync() == ClusterFixture.ApiCount, "reads return to the replica");
+        // Reads may lag by design (up to Cluster:MaxReplicaLagSeconds); once the replica has caught up it has every job.
+        await fx.Db.WaitCaughtUpAsync(TimeSpan.FromSeconds(60));
         using var again = await customer.GetAsync(U("/jobs?limit=10"));
         Assert.Equal(6, (await again.BodyAsync()).GetProperty("jobs").GetArrayLength());
     }
