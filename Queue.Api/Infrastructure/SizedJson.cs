@@ -32,37 +32,31 @@ internal static class SizedJson
         builder.Metadata.Add(new ProducesResponseTypeMetadata(status, typeof(T), ["application/json"]));
 }
 
-/// <summary>200 with a JSON body of known length (see <see cref="SizedJson"/>).</summary>
-public sealed class JsonOk<T>(T value) : IResult, IStatusCodeHttpResult, IValueHttpResult, IValueHttpResult<T>, IEndpointMetadataProvider
+/// <summary>The value, status and write shared by <see cref="JsonOk{T}"/> and <see cref="JsonCreated{T}"/>.</summary>
+public abstract class SizedJsonResult<T>(int statusCode, T value, string? location) : IResult, IStatusCodeHttpResult, IValueHttpResult, IValueHttpResult<T>
 {
     public T Value { get; } = value;
 
     object? IValueHttpResult.Value => Value;
 
-    public int StatusCode => StatusCodes.Status200OK;
+    public int StatusCode { get; } = statusCode;
 
     int? IStatusCodeHttpResult.StatusCode => StatusCode;
 
-    public Task ExecuteAsync(HttpContext httpContext) => SizedJson.WriteAsync(httpContext, StatusCode, Value, null);
+    public Task ExecuteAsync(HttpContext httpContext) => SizedJson.WriteAsync(httpContext, StatusCode, Value, location);
+}
 
+/// <summary>200 with a JSON body of known length (see <see cref="SizedJson"/>).</summary>
+public sealed class JsonOk<T>(T value) : SizedJsonResult<T>(StatusCodes.Status200OK, value, null), IEndpointMetadataProvider
+{
     [System.Diagnostics.CodeAnalysis.SuppressMessage("Design", "CA1000", Justification = "IEndpointMetadataProvider's member is static by definition, as on ASP.NET's own Ok<T>.")]
     public static void PopulateMetadata(MethodInfo method, EndpointBuilder builder) => SizedJson.Describe<T>(builder, StatusCodes.Status200OK);
 }
 
 /// <summary>201 with a Location and a JSON body of known length (see <see cref="SizedJson"/>).</summary>
-public sealed class JsonCreated<T>(string location, T value) : IResult, IStatusCodeHttpResult, IValueHttpResult, IValueHttpResult<T>, IEndpointMetadataProvider
+public sealed class JsonCreated<T>(string location, T value) : SizedJsonResult<T>(StatusCodes.Status201Created, value, location), IEndpointMetadataProvider
 {
     public string Location { get; } = location;
-
-    public T Value { get; } = value;
-
-    object? IValueHttpResult.Value => Value;
-
-    public int StatusCode => StatusCodes.Status201Created;
-
-    int? IStatusCodeHttpResult.StatusCode => StatusCode;
-
-    public Task ExecuteAsync(HttpContext httpContext) => SizedJson.WriteAsync(httpContext, StatusCode, Value, Location);
 
     [System.Diagnostics.CodeAnalysis.SuppressMessage("Design", "CA1000", Justification = "IEndpointMetadataProvider's member is static by definition, as on ASP.NET's own Created<T>.")]
     public static void PopulateMetadata(MethodInfo method, EndpointBuilder builder) => SizedJson.Describe<T>(builder, StatusCodes.Status201Created);
