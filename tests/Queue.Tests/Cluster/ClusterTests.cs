@@ -96,12 +96,14 @@ public sealed class ClusterTests(ClusterFixture fx) : IClassFixture<ClusterFixtu
             documents = Enumerable.Range(0, Items).Select(i => new { name = $"d{i}.txt", content = B64($"doc {i}") }).ToArray(),
         })).GetProperty("id").GetInt64();
 
+        // Completions each worker saw answered 204. A completion whose answer died with the process is done in the
+        // database but not here, so the end is read from the database, not from this count.
         var completed = new ConcurrentBag<long>();
-        using var stop = new CancellationTokenSource(TimeSpan.FromSeconds(120));
+        using var stop = new CancellationTokenSource();
         async Task WorkAsync(int w)
         {
             using var http = ClusterFixture.Client(fx.Balancer, fx.WorkerKey);
-            while (!stop.IsCancellationRequested && completed.Count < Items)
+            while (!stop.IsCancellationRequested)
             {
                 try
                 {
@@ -122,24 +124,31 @@ public sealed class ClusterTests(ClusterFixture fx) : IClassFixture<ClusterFixtu
                 {
                     // The connection went down with the process; the worker carries on, as a real one would.
                 }
+                catch (OperationCanceledException) when (stop.IsCancellationRequested)
+                {
+                    return;
+                }
             }
         }
         var workers = Enumerable.Range(0, 8).Select(WorkAsync).ToList();
-        await Eventually.UntilAsync(() => completed.Count >= Items / 3, "a third of the items are done");
-        fx.KillApi(2);
         try
         {
-            await Task.WhenAll(workers);
+            await Eventually.UntilAsync(() => completed.Count >= Items / 3, "a third of the items are done");
+            fx.KillApi(2);
+            await Eventually.UntilAsync(async () => await fx.ScalarAsync("SELECT items_done FROM jobs WHERE id = @job", new { job }) == Items,
+                "every item done", seconds: 90);
         }
         finally
         {
+            await stop.CancelAsync();
+            await Task.WhenAll(workers);
             await fx.RestartApiAsync(2);
         }
 
-        Assert.Equal(Items, completed.Count);
-        Assert.Equal(Items, completed.Distinct().Count());
-        Assert.Equal(Items, await fx.ScalarAsync("SELECT items_done FROM jobs WHERE id = @job", new { job }));
+        Assert.Equal(completed.Count, completed.Distinct().Count()); // no item was completed twice
+        Assert.InRange(completed.Count, Items - 8, Items); // at most one answer per worker lost with the process
         Assert.Equal(0, await fx.ScalarAsync("SELECT COUNT(*) FROM items WHERE job_id = @job AND state <> 2", new { job }));
+        Assert.Equal(Items, await fx.ScalarAsync("SELECT COUNT(*) FROM items WHERE job_id = @job", new { job }));
     }
 
     [Fact]
