@@ -161,7 +161,14 @@ public sealed class PrivateMariaDb : IAsyncDisposable
             done
             [ -n "$CLEANUP" ] && rm -rf "$CLEANUP"
             """;
-        var psi = new ProcessStartInfo("/bin/sh") { UseShellExecute = false, RedirectStandardInput = true };
+        // A server that outlives this process (./run.sh, scripts/cluster.sh) runs in a session of its own, so a Ctrl-C in
+        // the terminal reaches the services but not the database: the script stops the services first, while the
+        // database still answers (a Scheduler's Quartz shuts down through it), and the database last.
+        var psi = new ProcessStartInfo(tiedToThisProcess ? "/bin/sh" : "setsid") { UseShellExecute = false, RedirectStandardInput = true };
+        if (!tiedToThisProcess)
+        {
+            psi.ArgumentList.Add("/bin/sh");
+        }
         psi.ArgumentList.Add("-c");
         psi.ArgumentList.Add(script);
         psi.ArgumentList.Add("mariadb-watchdog");

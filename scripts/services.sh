@@ -15,6 +15,17 @@ stop_all() {
   trap - INT TERM EXIT
   echo; echo "Stopping services..."
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  # A service gets 20 s to finish what it is doing; one that is still there after that (a Scheduler whose database
+  # went first, on a Ctrl-C that reached the database's watchdog too) is killed, so nothing is left running.
+  for _ in $(seq 1 200); do
+    alive=""
+    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ -z "$alive" ] && break
+    sleep 0.1
+  done
+  for p in "${pids[@]}"; do
+    if kill -0 "$p" 2>/dev/null; then echo "pid $p did not stop within 20 s; killing it" >&2; kill -KILL "$p" 2>/dev/null || true; fi
+  done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   for f in "${db_pidfiles[@]}"; do
     [ -f "$f" ] || continue
@@ -98,7 +109,10 @@ ENV
 watch_all() {
   while :; do
     for p in "${pids[@]}"; do
-      if ! kill -0 "$p" 2>/dev/null; then echo "A process (pid $p) exited; stopping Queue." >&2; exit 1; fi
+      # An exited child stays a zombie (kill -0 still succeeds) until it is waited for: look at its state too.
+      if ! kill -0 "$p" 2>/dev/null || [ "$(ps -o stat= -p "$p" 2>/dev/null | cut -c1)" = Z ]; then
+        echo "A process (pid $p) exited; stopping Queue." >&2; exit 1
+      fi
     done
     sleep 1
   done
