@@ -16,6 +16,7 @@ namespace Queue.Tests.Reliability;
 public sealed class RateLimitIsolationTests(ApiFixture fx) : IClassFixture<ApiFixture>
 {
     private const int Limit = 20;
+    private const int Phases = 12;
 
     [Fact]
     public async Task A_tenant_flooding_at_ten_times_its_limit_gets_429s_and_another_tenants_p99_stays_within_10_percent()
@@ -32,7 +33,9 @@ public sealed class RateLimitIsolationTests(ApiFixture fx) : IClassFixture<ApiFi
         var flooded = new List<double>();
         var rejected = new List<HttpResponseMessage>();
         var accepted = 0;
-        for (var phase = 0; phase < 6; phase++)
+        // Twelve alternating 1 s phases (about 270 samples a side): with six, a side's p99 was its second-largest sample,
+        // so one stray stall on one side decided the comparison.
+        for (var phase = 0; phase < Phases; phase++)
         {
             using var stop = new CancellationTokenSource(TimeSpan.FromSeconds(1));
             var flood = phase % 2 == 1 ? FloodAsync(flooder, rejected, () => Interlocked.Increment(ref accepted), stop.Token) : Task.CompletedTask;
@@ -43,7 +46,8 @@ public sealed class RateLimitIsolationTests(ApiFixture fx) : IClassFixture<ApiFi
         Assert.NotEmpty(rejected);
         Assert.All(rejected, r => Assert.True(r.Headers.RetryAfter?.Delta >= TimeSpan.FromSeconds(1), "a 429 without Retry-After"));
         // Each 1 s flood phase may spend a full burst (the quiet phases refill it) plus one second of rate.
-        Assert.True(accepted <= 3 * (Limit + Limit) + 4, $"{accepted} flood requests got through a limit of {Limit}/s (burst {Limit}) in 3 flood seconds");
+        Assert.True(accepted <= (Phases / 2 * (Limit + Limit)) + 4,
+            $"{accepted} flood requests got through a limit of {Limit}/s (burst {Limit}) in {Phases / 2} flood seconds");
         var (p99Base, p99Flood) = (P99(baseline), P99(flooded));
         Assert.True(p99Flood <= Math.Max(p99Base * 1.1, p99Base + 5), $"p99 {p99Flood:F1} ms under the flood vs {p99Base:F1} ms without it");
     }
