@@ -57,9 +57,8 @@ public sealed partial class ClusterNodes(IServiceProvider services, IOptions<Clu
         try
         {
             await using var conn = await Db.OpenConnectionAsync(ct);
-            await conn.ExecuteAsync(new CommandDefinition(ClusterSql.Heartbeat, new { Node = NodeId, Kind = ApiKind }, cancellationToken: ct));
-            var count = await conn.ExecuteScalarAsync<int>(new CommandDefinition(ClusterSql.LiveNodes,
-                new { Kind = ApiKind, Seconds = options.Value.NodeTimeoutSeconds }, cancellationToken: ct));
+            var count = await conn.ExecuteScalarAsync<int>(new CommandDefinition(ClusterSql.HeartbeatAndCount,
+                new { Node = NodeId, Kind = ApiKind, Seconds = options.Value.NodeTimeoutSeconds }, cancellationToken: ct));
             Volatile.Write(ref live, Math.Max(1, count));
             if (Random.Shared.Next(100) == 0)
             {

@@ -6,14 +6,13 @@ public static class ClusterSql
     /// <summary>The database's clock; every process takes lease times from it (<see cref="Cluster.DatabaseClock"/>).</summary>
     public const string Now = "SELECT UTC_TIMESTAMP(6)";
 
-    /// <summary>A node's heartbeat (primary key), stamped with the database's clock.</summary>
-    public const string Heartbeat = """
+    /// <summary>
+    /// A node's heartbeat (primary key), stamped with the database's clock, and the live nodes of its kind
+    /// (ix_cluster_nodes_kind_seen: one range), in one round trip.
+    /// </summary>
+    public const string HeartbeatAndCount = """
         INSERT INTO cluster_nodes (node_id, kind, started_at, seen_at) VALUES (@Node, @Kind, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))
-        ON DUPLICATE KEY UPDATE seen_at = UTC_TIMESTAMP(6)
-        """;
-
-    /// <summary>Live nodes of a kind (ix_cluster_nodes_kind_seen: one range).</summary>
-    public const string LiveNodes = """
+        ON DUPLICATE KEY UPDATE seen_at = UTC_TIMESTAMP(6);
         SELECT COUNT(*) FROM cluster_nodes WHERE kind = @Kind AND seen_at >= UTC_TIMESTAMP(6) - INTERVAL @Seconds SECOND
         """;
 
