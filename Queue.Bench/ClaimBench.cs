@@ -29,6 +29,9 @@ public static class ClaimBench
 {
     private static readonly int[] Concurrency = [1, 16, 64];
 
+    /// <summary>Alternating rounds of the 10k and the big queue (odd, so the median is a measured figure).</summary>
+    private const int Rounds = 3;
+
     public static async Task<int> RunAsync(string[] args)
     {
         var seconds = Arg(args, "--seconds", 5);
@@ -47,6 +50,10 @@ public static class ClaimBench
         }
         await SeedAsync(db, tenant.Id, "http", jobs: 40, perJob: 10_000);
         await SeedAsync(db, tenant.Id, "q10k", jobs: 10, perJob: 1000);
+        for (var round = 0; round < Rounds; round++)
+        {
+            await SeedAsync(db, tenant.Id, $"q10k-{round}", jobs: 10, perJob: 1000);
+        }
 
         // Figure 1: the raw claim transaction. Every claim leases one item in its own READ COMMITTED transaction.
         var engine = new ClaimEngine(db, new SeedLaneSelector(), TimeProvider.System, new ClaimCounters());
@@ -95,18 +102,52 @@ public static class ClaimBench
         Console.WriteLine($"seeding: {big:N0} items in {big / 10_000:N0} jobs of 10,000");
         await SeedAsync(db, tenant.Id, "q10m", jobs: big / 10_000, perJob: 10_000);
         Console.WriteLine(string.Create(CultureInfo.InvariantCulture, $"seeded in {seedWatch.Elapsed.TotalSeconds:F0} s"));
-        var large = await HttpAsync(http, "q10m", 64, TimeSpan.FromSeconds(60), Measured);
-        Report.Row($"(3) 64 workers, {big / 1_000_000.0:0.#}M queued", large.Rate, large.Latency, api.RssBytes(), "items/s");
+        // The load's purge runs for minutes after it commits; measured inside it, the big queue's figure was the
+        // aftershock's. Wait until purge has caught up, then measure a fresh 10k queue and the big one alternately,
+        // Rounds times each, and compare medians: single figures drift by +-10 % here, the size of the goal's margin.
+        await SettleAsync(db, TimeSpan.FromMinutes(5));
+        var tens = new List<double>();
+        var bigs = new List<double>();
+        for (var round = 0; round < Rounds; round++)
+        {
+            var ten = await HttpAsync(http, $"q10k-{round}", 64, TimeSpan.FromSeconds(60), Measured);
+            Report.Row($"(3) 64 workers, 10k queued, round {round + 1}", ten.Rate, ten.Latency, api.RssBytes(), "items/s");
+            var large = await HttpAsync(http, "q10m", 64, TimeSpan.FromSeconds(60), Measured);
+            Report.Row($"(3) 64 workers, {big / 1_000_000.0:0.#}M queued, round {round + 1}", large.Rate, large.Latency, api.RssBytes(), "items/s");
+            tens.Add(ten.Rate);
+            bigs.Add(large.Rate);
+        }
+        var (tenMedian, bigMedian) = (tens.Order().ElementAt(Rounds / 2), bigs.Order().ElementAt(Rounds / 2));
 
         var ratio = viaHttp[64].Rate / raw[64].Rate;
         report.Target("http64-vs-raw64", string.Create(CultureInfo.InvariantCulture, $"{ratio:F2}x ({viaHttp[64].Rate:F0} vs {raw[64].Rate:F0}/s)"), ">= 1.0x", ratio >= 1.0);
         var p99Http = Report.P(viaHttp[64].Latency, 99);
         var p99Raw = Report.P(raw[64].Latency, 99);
         report.Target("http64-p99", string.Create(CultureInfo.InvariantCulture, $"{p99Http:F1} ms vs raw {p99Raw:F1} ms"), "<= raw p99", p99Http <= p99Raw);
-        var scale = large.Rate / small.Rate;
-        report.Target("10M-vs-10k", string.Create(CultureInfo.InvariantCulture, $"{scale:F2}x ({large.Rate:F0} vs {small.Rate:F0}/s)"), ">= 0.9x", scale >= 0.9);
+        var scale = bigMedian / tenMedian;
+        report.Target("10M-vs-10k", string.Create(CultureInfo.InvariantCulture,
+            $"{scale:F2}x (medians of {Rounds} alternating rounds: {bigMedian:F0} vs {tenMedian:F0}/s; 10k before the load {small.Rate:F0}/s)"), ">= 0.9x", scale >= 0.9);
         report.Target("api-rss", string.Create(CultureInfo.InvariantCulture, $"{rss / 1048576.0:F0} MB"), "<= 120 MB", rss <= 120L * 1048576);
         return report.Finish();
+    }
+
+    /// <summary>Waits until purge has caught up with the seeding (or <paramref name="cap"/> passed); dirty pages are printed, not awaited (flushing millions of them takes longer than the run).</summary>
+    private static async Task SettleAsync(MySqlDataSource db, TimeSpan cap)
+    {
+        var watch = Stopwatch.StartNew();
+        await using var conn = await db.OpenConnectionAsync();
+        var (history, dirty) = (0L, 0L);
+        while (watch.Elapsed < cap)
+        {
+            (history, dirty) = await conn.QuerySingleAsync<(long, long)>(ClaimBenchSql.Backlog);
+            if (history < 1000)
+            {
+                break;
+            }
+            await Task.Delay(1000);
+        }
+        Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+            $"settled in {watch.Elapsed.TotalSeconds:F0} s (history list {history:N0}, dirty pages {dirty:N0})"));
     }
 
     private static async Task SeedAsync(MySqlDataSource db, long tenantId, string task, int jobs, int perJob)

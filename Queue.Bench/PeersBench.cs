@@ -60,15 +60,18 @@ public static class PeersBench
         using var client = viaClient ? new PeersClientCalls(new Uri(api.Url), customerKey, workerKey) : null;
         var load = new PeersWorkload(client ?? (IPeersCalls)new PeersHttpCalls(http, customerKey, workerKey));
         var rss = new List<(string Phase, long Api, long Db)>();
+        var cpu = new List<(string Phase, CpuShare Share)>();
         var run = Guid.NewGuid().ToString("N")[..8];
         string? Idem(string phase) => idempotency ? $"{run}-{phase}" : null;
 
-        async Task<T> Measure<T>(string phase, Func<Task<T>> body)
+        async Task<T> Measure<T>(string phase, Func<Task<T>> body, Func<T, long> items)
         {
             var digested = digests > 0 && await StatementDigests.ResetAsync(db);
             await using var apiRss = new RssSampler(api.RssBytes);
             await using var dbRss = new RssSampler(() => RssOf(mariadbPid));
+            var before = CpuShare.Read(api.Pid, mariadbPid);
             var result = await body();
+            cpu.Add((phase, CpuShare.Read(api.Pid, mariadbPid).Since(before, items(result))));
             rss.Add((phase, apiRss.Peak, dbRss.Peak));
             if (digested)
             {
@@ -85,11 +88,11 @@ public static class PeersBench
 
         // Batch first on its own task, then cancelled: the single-job phase starts from an empty queue, as each peer
         // phase starts from a truncated table.
-        var batch = await Measure("enqueue-batch", () => load.EnqueueAsync("batch", jobs, Batch, Producers, enqCap, Idem("batch")));
+        var batch = await Measure("enqueue-batch", () => load.EnqueueAsync("batch", jobs, Batch, Producers, enqCap, Idem("batch")), r => r.Items);
         Report.Row($"enqueue-batch ({Batch:N0} docs per POST /jobs)", batch.PerSecond, batch.Latency, rss[^1].Api, "items/s");
         await load.CancelAsync(batch.JobIds);
 
-        var single = await Measure("enqueue-single", () => load.EnqueueAsync(PeerTask, jobs, 1, Producers, enqCap, Idem("single")));
+        var single = await Measure("enqueue-single", () => load.EnqueueAsync(PeerTask, jobs, 1, Producers, enqCap, Idem("single")), r => r.Items);
         Report.Row($"enqueue-single ({Producers} producers)", single.PerSecond, single.Latency, rss[^1].Api, "jobs/s");
         var window = (int)Math.Min(1000, Math.Max(1, single.Ends.Length / 10));
         var shallow = single.Window(0, window);
@@ -110,7 +113,7 @@ public static class PeersBench
                 queued += topUp.Items;
                 Console.WriteLine(string.Create(CultureInfo.InvariantCulture, $"  topped up {topUp.Items:N0} jobs in {topUp.Seconds:F1} s ({topUp.PerSecond:N0} jobs/s)"));
             }
-            var drain = await Measure($"drain-{n}", () => load.DrainAsync(PeerTask, n, queued, drainCap));
+            var drain = await Measure($"drain-{n}", () => load.DrainAsync(PeerTask, n, queued, drainCap), r => r.Completed);
             queued -= drain.Completed;
             drains.Add(drain);
             Report.Row($"drain {n} worker{(n == 1 ? "" : "s")}: POST /next", drain.PerSecond, drain.Claims, rss[^1].Api, "items/s");
@@ -123,6 +126,10 @@ public static class PeersBench
         foreach (var (phase, apiPeak, dbPeak) in rss)
         {
             Console.WriteLine(string.Create(CultureInfo.InvariantCulture, $"RSS peak {phase,-16} Queue.Api {apiPeak / 1048576.0,6:F0} MB   mariadbd {dbPeak / 1048576.0,6:F0} MB"));
+        }
+        foreach (var (phase, share) in cpu)
+        {
+            Console.WriteLine(string.Create(CultureInfo.InvariantCulture, $"CPU per item {phase,-16} {share}"));
         }
         if (load.Retried503 > 0)
         {
