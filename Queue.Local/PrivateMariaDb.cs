@@ -105,12 +105,16 @@ public sealed class PrivateMariaDb : IAsyncDisposable
             "mariadbd was not found. Install it with: apt-get install -y mariadb-server (./run.sh and ./test.sh do this for you).");
         var installDb = FindBinary("mariadb-install-db") ?? throw new InvalidOperationException("mariadb-install-db was not found.");
         var dataDir = Path.Combine(directory, "data");
-        System.IO.Directory.CreateDirectory(directory);
+        // Its own temporary directory: servers sharing /tmp (tests start several at once) can remove each other's
+        // temporary tables, and mariadb-install-db then fails ("Could not remove temporary table '/tmp/#sql-temptable-...',
+        // error: 2", then "Unknown table 'mysql.tmp_user_sys'"), taking every test that needed that server with it.
+        var tmpDir = Path.Combine(directory, "tmp");
+        System.IO.Directory.CreateDirectory(tmpDir);
         var asRoot = Environment.UserName == "root";
 
         if (!System.IO.Directory.Exists(Path.Combine(dataDir, "mysql")))
         {
-            var args = new List<string> { $"--datadir={dataDir}", "--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve" };
+            var args = new List<string> { $"--datadir={dataDir}", $"--tmpdir={tmpDir}", "--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve" };
             if (asRoot)
             {
                 args.Add("--user=root");
@@ -122,6 +126,7 @@ public sealed class PrivateMariaDb : IAsyncDisposable
         {
             "--no-defaults",
             $"--datadir={dataDir}",
+            $"--tmpdir={tmpDir}",
             $"--port={port.ToString(CultureInfo.InvariantCulture)}",
             "--bind-address=127.0.0.1",          // never reachable from another machine
             $"--socket={Path.Combine(directory, "mariadbd.sock")}",
