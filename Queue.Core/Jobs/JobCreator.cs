@@ -65,12 +65,17 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
         }, ct);
     }
 
+    /// <summary>Every job row with its final state and counters, each followed by its id, in one batch.</summary>
     private static async Task<long[]> InsertJobsAsync(MySqlConnection conn, MySqlTransaction tx, IReadOnlyList<PendingJob> jobs, DateTime now, CancellationToken ct)
     {
         await using var batch = new MySqlBatch(conn, tx);
         foreach (var job in jobs)
         {
-            batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertJobRow, ("@TenantId", job.TenantId), ("@Name", job.Name), ("@Tasks", string.Join(',', job.Tasks)), ("@Now", now)));
+            long items = job.ItemCount;
+            var state = job.Open ? JobStates.Open : items == 0 ? JobStates.Done : JobStates.Closed;
+            batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertNewJob, ("@TenantId", job.TenantId), ("@Name", job.Name), ("@State", state),
+                ("@Tasks", string.Join(',', job.Tasks)), ("@Documents", job.Documents.Count), ("@Items", items),
+                ("@ClosedAt", job.Open ? DBNull.Value : now), ("@FinishedAt", state == JobStates.Done ? now : DBNull.Value), ("@Now", now)));
             batch.BatchCommands.Add(new MySqlBatchCommand(JobSql.LastInsertId));
         }
         var ids = new long[jobs.Count];
@@ -87,70 +92,66 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
         return ids;
     }
 
-    /// <summary>Documents, bytes, items and counters of every job, then the facts its placement needs and its documents' ids.</summary>
+    /// <summary>
+    /// Documents, bytes and items of every job, the one placement fact new jobs need, and the documents' ids (a lone
+    /// document's from LAST_INSERT_ID, the documents of a larger job read back). Row-less results are skipped by the
+    /// reader, so the SELECTs are read in the order they were added.
+    /// </summary>
     private static async Task<(PlacementFacts?[] Facts, IReadOnlyList<CreatedDocument>[] Created)> FillJobsAsync(
         MySqlConnection conn, MySqlTransaction tx, IReadOnlyList<PendingJob> jobs, long[] ids, DateTime now, CancellationToken ct)
     {
-        await using var batch = new MySqlBatch(conn, tx);
-        for (var i = 0; i < jobs.Count; i++)
+        var facts = new PlacementFacts?[jobs.Count];
+        var created = new IReadOnlyList<CreatedDocument>[jobs.Count];
+        Array.Fill(created, []);
+        if (jobs.All(j => j.Documents.Count == 0))
         {
-            var job = jobs[i];
+            return (facts, created);
+        }
+        await using var batch = new MySqlBatch(conn, tx);
+        batch.BatchCommands.Add(new MySqlBatchCommand(OrderingSql.NextOldest));
+        foreach (var (job, id) in jobs.Zip(ids))
+        {
             if (job.Inline.Single is { } one)
             {
-                // One document (the commonest small job): plain VALUES, no JSON to shred on the server.
+                // One document (the commonest small job): plain VALUES, no JSON to shred on the server. Its id is read
+                // before the items' insert moves LAST_INSERT_ID on.
                 var d = job.Documents[0];
-                batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertOneDocument, ("@JobId", ids[i]), ("@TenantId", job.TenantId), ("@Name", d.Name),
+                batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertOneDocument, ("@JobId", id), ("@TenantId", job.TenantId), ("@Name", d.Name),
                     ("@ContentType", d.ContentType), ("@Size", (long)one.Content.Length), ("@Sha256", one.Sha256), ("@Now", now)));
                 batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertOneContent, ("@Content", one.Content)));
-                batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertOneDocumentItems, ("@JobId", ids[i]), ("@Tasks", job.TasksJson), ("@Now", now)));
+                batch.BatchCommands.Add(new MySqlBatchCommand(JobSql.LastInsertId));
+                batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertOneDocumentItems, ("@JobId", id), ("@Tasks", job.TasksJson), ("@Now", now)));
             }
             else if (job.Documents.Count > 0)
             {
                 // Three set-based statements whatever the number of documents: rows, bytes, items.
-                batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertInlineDocuments, ("@JobId", ids[i]), ("@TenantId", job.TenantId), ("@Documents", job.Inline.Metadata), ("@Now", now)));
-                batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertInlineContents, ("@JobId", ids[i]), ("@Contents", job.Inline.Contents)));
-                batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertItemsForNewJob, ("@JobId", ids[i]), ("@Tasks", job.TasksJson), ("@Now", now)));
+                batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertInlineDocuments, ("@JobId", id), ("@TenantId", job.TenantId), ("@Documents", job.Inline.Metadata), ("@Now", now)));
+                batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertInlineContents, ("@JobId", id), ("@Contents", job.Inline.Contents)));
+                batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertItemsForNewJob, ("@JobId", id), ("@Tasks", job.TasksJson), ("@Now", now)));
+                batch.BatchCommands.Add(BatchCommand.Of(JobSql.CreatedDocuments, ("@JobId", id)));
             }
-            // Every document fans out into one item per task: the count is known without reading it back.
-            batch.BatchCommands.Add(BatchCommand.Of(JobSql.AddToJob, ("@JobId", ids[i]), ("@Documents", job.Documents.Count),
-                ("@Items", (long)job.Documents.Count * job.Tasks.Count), ("@Close", !job.Open), ("@Now", now)));
-        }
-        for (var i = 0; i < jobs.Count; i++)
-        {
-            if (jobs[i].Documents.Count > 0)
-            {
-                batch.BatchCommands.Add(OrderingLanes.FactsCommand(ids[i], now));
-                batch.BatchCommands.Add(BatchCommand.Of(JobSql.CreatedDocuments, ("@JobId", ids[i])));
-            }
-        }
-        var facts = new PlacementFacts?[jobs.Count];
-        var created = new IReadOnlyList<CreatedDocument>[jobs.Count];
-        if (jobs.All(j => j.Documents.Count == 0))
-        {
-            await batch.ExecuteNonQueryAsync(ct);
-            Array.Fill(created, []);
-            return (facts, created);
         }
         await using var reader = await batch.ExecuteReaderAsync(ct);
-        Func<System.Data.Common.DbDataReader, PlacementFacts>? factsParser = null;
-        var first = true;
+        await reader.ReadAsync(ct);
+        var nextOldest = Convert.ToInt64(reader.GetValue(0), System.Globalization.CultureInfo.InvariantCulture);
         for (var i = 0; i < jobs.Count; i++)
         {
-            if (jobs[i].Documents.Count == 0)
+            var job = jobs[i];
+            if (job.Documents.Count == 0)
             {
-                created[i] = [];
                 continue;
             }
-            if (!first)
-            {
-                await reader.NextResultAsync(ct);
-            }
-            first = false;
-            await reader.ReadAsync(ct);
-            factsParser ??= reader.GetRowParser<PlacementFacts>();
-            facts[i] = factsParser(reader);
+            // A new job has no override (none can name an id that did not exist), no lane yet, and is not blocked.
+            facts[i] = new PlacementFacts(job.TenantId, Blocked: 0, Active: job.ItemCount, OverridePriority: null, CurrentOldest: null, nextOldest);
             await reader.NextResultAsync(ct);
-            var docs = new List<CreatedDocument>(jobs[i].Documents.Count);
+            if (job.Inline.Single is { } one)
+            {
+                await reader.ReadAsync(ct);
+                var documentId = Convert.ToInt64(reader.GetValue(0), System.Globalization.CultureInfo.InvariantCulture);
+                created[i] = [new CreatedDocument(documentId, job.Documents[0].Name, one.Content.Length, Convert.ToHexStringLower(one.Sha256))];
+                continue;
+            }
+            var docs = new List<CreatedDocument>(job.Documents.Count);
             while (await reader.ReadAsync(ct))
             {
                 docs.Add(new CreatedDocument(reader.GetInt64(0), reader.GetString(1), reader.GetInt64(2), Convert.ToHexStringLower((byte[])reader.GetValue(3))));

@@ -9,11 +9,16 @@ public static class JobSql
         SELECT LAST_INSERT_ID();
         """;
 
-    /// <summary>A job row of a grouped submission; <see cref="LastInsertId"/> follows it in the same batch.</summary>
-    public const string InsertJobRow = """
-        INSERT INTO jobs (tenant_id, name, state, tasks, created_at, updated_at) VALUES (@TenantId, @Name, 0, @Tasks, @Now, @Now)
+    /// <summary>
+    /// A new job's row with its final counters and state, written once: its documents and items are known before the
+    /// row exists, so no UPDATE of the row (and no move in ix_jobs_tenant_state and ix_jobs_state_finished) follows.
+    /// </summary>
+    public const string InsertNewJob = """
+        INSERT INTO jobs (tenant_id, name, state, tasks, documents, items_total, closed_at, finished_at, created_at, updated_at)
+        VALUES (@TenantId, @Name, @State, @Tasks, @Documents, @Items, @ClosedAt, @FinishedAt, @Now, @Now)
         """;
 
+    /// <summary>Follows a row insert in a batch whose reader is read anyway (grouped uploads).</summary>
     public const string LastInsertId = "SELECT LAST_INSERT_ID()";
 
     /// <summary>The tenant check and state check before an upload reads any byte of the body.</summary>

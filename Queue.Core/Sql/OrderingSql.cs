@@ -23,6 +23,18 @@ public static class OrderingSql
         FROM jobs j WHERE j.id = @JobId
         """;
 
+    /// <summary>
+    /// The one placement fact a brand-new job needs from the database: the next oldest-first value (the top of
+    /// ix_ordering_mode per blocked value, two B-tree descents). Everything else about a new job is known: its tenant,
+    /// its active items, no override and no lane yet. One read serves a whole group of new jobs, as before: every job
+    /// of a group read it before any of the group's lanes went in.
+    /// </summary>
+    public const string NextOldest = """
+        SELECT GREATEST(
+                 COALESCE((SELECT MAX(value) FROM ordering WHERE blocked = 0 AND mode = 'oldest'), 9995),
+                 COALESCE((SELECT MAX(value) FROM ordering WHERE blocked = 1 AND mode = 'oldest'), 9995)) + 5
+        """;
+
     public const string ActiveOverride = """
         SELECT priority FROM overrides WHERE job_id = @JobId AND active = 1 AND expires_at > @Now ORDER BY id DESC LIMIT 1
         """;
