@@ -23,7 +23,11 @@ public sealed record PendingJob(long TenantId, string Name, IReadOnlyList<string
 /// A job as its creating transaction committed it: everything its first status needs, so POST /jobs answers without
 /// reading the job back. <paramref name="Value"/> and <paramref name="Mode"/> are null when the job got no lanes.
 /// </summary>
-public sealed record CreatedJob(long JobId, DateTime CreatedAt, IReadOnlyList<CreatedDocument> Documents, long? Value, string? Mode, bool Blocked);
+public sealed record CreatedJob(long JobId, DateTime CreatedAt, IReadOnlyList<CreatedDocument> Documents, long? Value, string? Mode, bool Blocked)
+{
+    /// <summary>The jobs ahead, read for the whole group after its commit; null when that read failed (the status reads it then).</summary>
+    public AheadFacts? Ahead { get; init; }
+}
 
 /// <summary>
 /// Creates many new jobs (with their inline documents, items and lanes) in one transaction and three round trips,
@@ -33,6 +37,39 @@ public sealed record CreatedJob(long JobId, DateTime CreatedAt, IReadOnlyList<Cr
 public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingLanes lanes)
 {
     public async Task<CreatedJob[]> CreateAsync(IReadOnlyList<PendingJob> jobs, CancellationToken ct)
+    {
+        var results = await InsertAsync(jobs, ct);
+        return await WithPositionsAsync(jobs, results, ct);
+    }
+
+    /// <summary>
+    /// The group's positions, after its commit and outside its retry (a retry would create the jobs again): one dive
+    /// and at most one walk for the whole group instead of one of each per job (docs/DESIGN.md "Position at depth").
+    /// The jobs are committed whatever happens here, so a failure only leaves each status to read its own.
+    /// </summary>
+    private async Task<CreatedJob[]> WithPositionsAsync(IReadOnlyList<PendingJob> jobs, CreatedJob[] results, CancellationToken ct)
+    {
+        var placed = results.Select((r, i) => (r, i))
+            .Where(x => x.r.Value is not null && !x.r.Blocked && jobs[x.i].ItemCount > 0)
+            .Select(x => new NewJobPlace(x.r.JobId, x.r.Value!.Value, jobs[x.i].Tasks.Count))
+            .ToList();
+        if (placed.Count == 0)
+        {
+            return results;
+        }
+        try
+        {
+            await using var conn = await db.OpenConnectionAsync(ct);
+            var ahead = await QueuePosition.OfNewJobsAsync(conn, placed, clock.GetUtcNow().UtcDateTime, ct);
+            return results.Select(r => ahead.TryGetValue(r.JobId, out var a) ? r with { Ahead = a } : r).ToArray();
+        }
+        catch (MySqlException)
+        {
+            return results;
+        }
+    }
+
+    private async Task<CreatedJob[]> InsertAsync(IReadOnlyList<PendingJob> jobs, CancellationToken ct)
     {
         return await Retry.OnDeadlockAsync(async c =>
         {

@@ -64,11 +64,18 @@ public sealed class JobStatusService(MySqlDataSource db, TimeProvider clock, Ord
         var lane = created.Value is { } value
             ? new LaneRow { Lanes = pending.Tasks.Count, Value = value, Mode = created.Mode, Blocked = created.Blocked ? 1 : 0, AnyClaimable = 1 }
             : new LaneRow();
+        if (created.Ahead is { } known)
+        {
+            // Read for the whole group after its commit: nothing left to ask the database.
+            return await BuildAsync(null, job, 0, lane, clock.GetUtcNow().UtcDateTime, ct, known);
+        }
         await using var conn = await db.OpenConnectionAsync(ct);
         return await BuildAsync(conn, job, 0, lane, clock.GetUtcNow().UtcDateTime, ct);
     }
 
-    private async Task<JobStatus> BuildAsync(MySqlConnection conn, JobRow job, long liveLeases, LaneRow lane, DateTime now, CancellationToken ct)
+    /// <param name="conn">Where the position is read; unused (and may be null) when <paramref name="known"/> is given.</param>
+    private async Task<JobStatus> BuildAsync(MySqlConnection? conn, JobRow job, long liveLeases, LaneRow lane, DateTime now, CancellationToken ct,
+        AheadFacts? known = null)
     {
         var active = Math.Max(0, job.Active);
         var leased = Math.Min(active, liveLeases);
@@ -86,7 +93,9 @@ public sealed class JobStatusService(MySqlDataSource db, TimeProvider clock, Ord
             ordering = new OrderingInfo(isOverride ? mode : lane.Mode ?? mode, value, isOverride);
             if (ready > 0 && lane.Blocked == 0 && lane.AnyClaimable == 1)
             {
-                var ahead = await QueuePosition.AheadAsync(conn, job.Id, value, lane.Lanes, now, ItemsPerJobAtHeadAsync, ct);
+                var ahead = known is { } facts
+                    ? await QueuePosition.ResolveAsync(facts, ItemsPerJobAtHeadAsync, ct)
+                    : await QueuePosition.AheadAsync(conn!, job.Id, value, lane.Lanes, now, ItemsPerJobAtHeadAsync, ct);
                 position = ahead.Jobs + 1;
                 exact = ahead.Exact;
                 itemsAhead = ahead.Items;

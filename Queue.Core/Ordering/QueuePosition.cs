@@ -7,6 +7,12 @@ namespace Queue.Core.Ordering;
 /// <summary>Claimable jobs (and their active items) ahead of a job; <see cref="Exact"/> is false for an estimate.</summary>
 public readonly record struct JobsAhead(long Jobs, long Items, bool Exact);
 
+/// <summary>What the database said about the jobs ahead of one job: the dive's estimate, and the walk's count when it ran.</summary>
+public readonly record struct AheadFacts(long EstimatedJobs, JobsAhead? Counted);
+
+/// <summary>A job just created, where its lanes went: its value and its lane count.</summary>
+public readonly record struct NewJobPlace(long JobId, long Value, long Lanes);
+
 /// <summary>
 /// How far down the ordering a job is, at a cost that does not grow with the queue (docs/CONTRACT.md "GET /jobs/{id}": "Position at
 /// depth"): exact while at most <see cref="ExactLimit"/> claimable jobs are ahead, an estimate beyond. The estimate is
@@ -33,18 +39,76 @@ public static class QueuePosition
     {
         var lanes = await DiveAsync(conn, OrderingSql.DiveLanesAhead, new { Value = value, JobId = jobId }, ct);
         var estimate = lanes / Math.Max(1, lanesPerJob);
+        JobsAhead? counted = null;
         if (lanes <= WalkLimitLanesPerLane * Math.Max(1, lanesPerJob))
         {
-            var counted = await conn.QuerySingleAsync<CountRow>(new CommandDefinition(OrderingSql.CappedJobsAhead,
+            var row = await conn.QuerySingleAsync<CountRow>(new CommandDefinition(OrderingSql.CappedJobsAhead,
                 new { Value = value, JobId = jobId, Now = now, Cap = ExactLimit + 1 }, cancellationToken: ct));
-            if (counted.Jobs <= ExactLimit)
-            {
-                return new JobsAhead(counted.Jobs, counted.Items, true);
-            }
-            estimate = Math.Max(estimate, counted.Jobs);
+            counted = new JobsAhead(row.Jobs, row.Items, row.Jobs <= ExactLimit);
         }
+        return await ResolveAsync(new AheadFacts(estimate, counted), itemsPerJob, ct);
+    }
+
+    /// <summary>The position from what the database said: the walk's exact count when it has one, else an estimate.</summary>
+    public static async Task<JobsAhead> ResolveAsync(AheadFacts facts, Func<CancellationToken, Task<double>> itemsPerJob, CancellationToken ct)
+    {
+        if (facts.Counted is { Exact: true } exact)
+        {
+            return exact;
+        }
+        var estimate = Math.Max(facts.EstimatedJobs, facts.Counted?.Jobs ?? 0);
         var perJob = await itemsPerJob(ct);
         return new JobsAhead(estimate, (long)Math.Round(estimate * perJob), false);
+    }
+
+    /// <summary>
+    /// The jobs ahead of each of a group of jobs just created together, for the price of one job's: one dive for the
+    /// first of them in claim order, and when the queue ahead is short one walk, up to the last of them, that lists
+    /// the jobs it passes (each group job's count is the rows before it). Deep in the queue, each job's estimate is the
+    /// first one's plus the group's jobs ahead of it. The group's own jobs are claimable and never blocked.
+    /// </summary>
+    public static async Task<Dictionary<long, AheadFacts>> OfNewJobsAsync(MySqlConnection conn, IReadOnlyList<NewJobPlace> jobs, DateTime now,
+        CancellationToken ct)
+    {
+        var sorted = jobs.OrderBy(j => j.Value).ThenBy(j => j.JobId).ToList();
+        var facts = new Dictionary<long, AheadFacts>(sorted.Count);
+        if (sorted.Count == 0)
+        {
+            return facts;
+        }
+        var first = sorted[0];
+        var lanesPerJob = Math.Max(1, first.Lanes);
+        var lanes = await DiveAsync(conn, OrderingSql.DiveLanesAhead, new { Value = first.Value, JobId = first.JobId }, ct);
+        if (lanes > WalkLimitLanesPerLane * lanesPerJob)
+        {
+            for (var k = 0; k < sorted.Count; k++)
+            {
+                facts[sorted[k].JobId] = new AheadFacts(lanes / lanesPerJob + k, null);
+            }
+            return facts;
+        }
+        var last = sorted[^1];
+        var cap = ExactLimit + sorted.Count;
+        var rows = (await conn.QueryAsync<AheadRow>(new CommandDefinition(OrderingSql.CappedJobsAheadList,
+            new { Value = last.Value, JobId = last.JobId, Now = now, Cap = cap }, cancellationToken: ct))).AsList();
+        var truncated = rows.Count >= cap;
+        long passed = 0;
+        long items = 0;
+        var next = 0;
+        for (var k = 0; k < sorted.Count; k++)
+        {
+            var job = sorted[k];
+            while (next < rows.Count && (rows[next].Value, rows[next].JobId).CompareTo((job.Value, job.JobId)) < 0)
+            {
+                passed++;
+                items += rows[next].Active;
+                next++;
+            }
+            // Every row before this job is listed when the list reaches the job itself (or ends untruncated).
+            var complete = next < rows.Count ? rows[next].JobId == job.JobId : !truncated;
+            facts[job.JobId] = new AheadFacts(lanes / lanesPerJob + k, new JobsAhead(passed, items, complete && passed <= ExactLimit));
+        }
+        return facts;
     }
 
     /// <summary>The optimizer's row estimate for the range of an <c>EXPLAIN SELECT</c> on one table.</summary>
@@ -62,6 +126,8 @@ public static class QueuePosition
         }
         return rows;
     }
+
+    private sealed record AheadRow(long Value, long JobId, long Active);
 
     private sealed class CountRow
     {

@@ -92,6 +92,21 @@ public static class OrderingSql
         """;
 
     /// <summary>
+    /// The claimable jobs ahead of (@Value, @JobId) themselves, in claim order, never past @Cap, each with its active
+    /// items: what <see cref="CappedJobsAhead"/> counts, listed, so one walk gives the position of every job of a group
+    /// created together (the rows before each). Same index and same cap as the count.
+    /// </summary>
+    public const string CappedJobsAheadList = """
+        SELECT a.value AS Value, a.job_id AS JobId, CAST(j.items_total - j.items_done - j.items_dead - j.items_cancelled AS SIGNED) AS Active
+        FROM (SELECT value, job_id FROM ordering FORCE INDEX (ix_ordering_any)
+              WHERE blocked = 0 AND (value < @Value OR (value = @Value AND job_id < @JobId))
+              GROUP BY value, job_id HAVING MIN(available_at) <= @Now
+              LIMIT @Cap) a
+        JOIN jobs j ON j.id = a.job_id
+        ORDER BY a.value, a.job_id
+        """;
+
+    /// <summary>
     /// Claimable jobs ahead of (@Value, @JobId), counted exactly but never past @Cap: ix_ordering_any in (value, job_id)
     /// order, grouped in index order, stopping at the LIMIT. With their active items (PK lookups of at most @Cap jobs).
     /// </summary>
