@@ -39,22 +39,31 @@ public sealed class RateLimitIsolationTests(DatabaseFixture fx) : IClassFixture<
         var flooded = new List<double>();
         var rejected = new List<HttpResponseMessage>();
         var accepted = 0;
+        var floodSeconds = 0.0;
         // Sixteen alternating 1 s phases at 100 quiet requests a second (about 700 samples a side, so a side's p99 is
         // its 8th-largest sample): with 270 a side it was the 3rd-largest, and three stray stalls of the machine on one
         // side (CI: 9.5 vs 4.2 ms) decided the comparison.
         for (var phase = 0; phase < Phases; phase++)
         {
             using var stop = new CancellationTokenSource(TimeSpan.FromSeconds(1));
+            var started = Stopwatch.GetTimestamp();
             var flood = phase % 2 == 1 ? FloodAsync(flooder, rejected, () => Interlocked.Increment(ref accepted), stop.Token) : Task.CompletedTask;
             await SteadyAsync(quiet, phase % 2 == 1 ? flooded : baseline, stop.Token);
             await flood;
+            if (phase % 2 == 1)
+            {
+                floodSeconds += Stopwatch.GetElapsedTime(started).TotalSeconds;
+            }
         }
 
         Assert.NotEmpty(rejected);
         Assert.All(rejected, r => Assert.True(r.Headers.RetryAfter?.Delta >= TimeSpan.FromSeconds(1), "a 429 without Retry-After"));
-        // Each 1 s flood phase may spend a full burst (the quiet phases refill it) plus one second of rate.
-        Assert.True(accepted <= (Phases / 2 * (Limit + Limit)) + 4,
-            $"{accepted} flood requests got through a limit of {Limit}/s (burst {Limit}) in {Phases / 2} flood seconds");
+        // Each flood phase may spend a full burst (the quiet phases refill it) plus the rate over the phase as it
+        // actually lasted: a phase ends when the flood's requests in flight return, later than 1 s on a loaded machine
+        // (CI: 330 accepted against a bound of 324 that assumed exactly 1 s).
+        var allowed = (Phases / 2 * Limit) + (Limit * floodSeconds) + 4;
+        Assert.True(accepted <= allowed,
+            $"{accepted} flood requests got through a limit of {Limit}/s (burst {Limit}) in {floodSeconds:F2} flood seconds (allowed {allowed:F0})");
         var (p99Base, p99Flood) = (P99(baseline), P99(flooded));
         Assert.True(p99Flood <= Math.Max(p99Base * 1.1, p99Base + 5), $"p99 {p99Flood:F1} ms under the flood vs {p99Base:F1} ms without it");
     }
