@@ -1,5 +1,6 @@
 using System.Diagnostics;
 using System.Net;
+using Queue.Api.Jobs;
 using Queue.Core.Security;
 using Queue.Local;
 using Queue.Tests.Infrastructure;
@@ -58,10 +59,12 @@ public sealed class RateLimitIsolationTests(DatabaseFixture fx) : IClassFixture<
 
         Assert.NotEmpty(rejected);
         Assert.All(rejected, r => Assert.True(r.Headers.RetryAfter?.Delta >= TimeSpan.FromSeconds(1), "a 429 without Retry-After"));
-        // Each flood phase may spend a full burst (the quiet phases refill it) plus the rate over the phase as it
-        // actually lasted: a phase ends when the flood's requests in flight return, later than 1 s on a loaded machine
-        // (CI: 330 accepted against a bound of 324 that assumed exactly 1 s).
-        var allowed = (Phases / 2 * Limit) + (Limit * floodSeconds) + 4;
+        // Each flood phase may spend a full burst (the quiet phases refill it), one refill tick that lands as it starts
+        // (the bucket refills in steps: 2 tokens every 0.1 s at 20/s), and the rate over the phase as it actually
+        // lasted: a phase ends when the flood's requests in flight return, later than 1 s on a loaded machine (CI: 330
+        // accepted against a bound of 324 that assumed exactly 1 s, then 344 against 343.6 without the tick).
+        var tick = TenantRateLimitPolicy.Bucket(Limit, Limit).TokensPerPeriod;
+        var allowed = (Phases / 2 * (Limit + tick)) + (Limit * floodSeconds) + 4;
         Assert.True(accepted <= allowed,
             $"{accepted} flood requests got through a limit of {Limit}/s (burst {Limit}) in {floodSeconds:F2} flood seconds (allowed {allowed:F0})");
         var (p99Base, p99Flood) = (P99(baseline), P99(flooded));
