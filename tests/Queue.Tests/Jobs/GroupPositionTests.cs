@@ -1,5 +1,4 @@
 using System.Net;
-using Queue.Tests.Infrastructure;
 using static Queue.Tests.Jobs.JobsTestKit;
 
 namespace Queue.Tests.Jobs;
@@ -7,9 +6,10 @@ namespace Queue.Tests.Jobs;
 /// <summary>
 /// Jobs created at the same moment share one transaction, and their first positions are read once for the whole
 /// group (one dive and one walk that lists the jobs it passes). Each answer must still be its own exact position, the
-/// same one GET /jobs/{id} reads alone. Alone in its database: every job counts.
+/// same one GET /jobs/{id} reads alone. Alone in its database: every job counts. One group in flight at a time (see
+/// <see cref="OneSubmissionFlushFixture"/>), so that the answers of different groups can be compared with each other.
 /// </summary>
-public sealed class GroupPositionTests(ApiFixture fx) : IClassFixture<ApiFixture>
+public sealed class GroupPositionTests(OneSubmissionFlushFixture fx) : IClassFixture<OneSubmissionFlushFixture>
 {
     private const int Before = 5;
     private const int Together = 40;
