@@ -157,7 +157,9 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
                     ("@ContentType", d.ContentType), ("@Size", (long)one.Content.Length), ("@Sha256", one.Sha256), ("@Now", now)));
                 batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertOneContent, ("@Content", one.Content)));
                 batch.BatchCommands.Add(new MySqlBatchCommand(JobSql.LastInsertId));
-                batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertOneDocumentItems, ("@JobId", id), ("@Tasks", job.TasksJson), ("@Now", now)));
+                batch.BatchCommands.Add(job.Tasks.Count == 1
+                    ? BatchCommand.Of(JobSql.InsertOneDocumentItem, ("@JobId", id), ("@Task", job.Tasks[0]), ("@Now", now))
+                    : BatchCommand.Of(JobSql.InsertOneDocumentItems, ("@JobId", id), ("@Tasks", job.TasksJson), ("@Now", now)));
             }
             else if (job.Documents.Count > 0)
             {

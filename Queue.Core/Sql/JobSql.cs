@@ -61,6 +61,12 @@ public static class JobSql
 
     public const string InsertOneContent = "INSERT INTO document_content (document_id, content) VALUES (LAST_INSERT_ID(), @Content)";
 
+    /// <summary>The one item of a lone document with one task (the commonest job): plain VALUES, no task list to shred.</summary>
+    public const string InsertOneDocumentItem = """
+        INSERT INTO items (job_id, document_id, task, state, due_at, created_at, updated_at)
+        VALUES (@JobId, LAST_INSERT_ID(), @Task, 0, @Now, @Now, @Now)
+        """;
+
     public const string InsertOneDocumentItems = """
         INSERT INTO items (job_id, document_id, task, state, due_at, created_at, updated_at)
         SELECT @JobId, LAST_INSERT_ID(), t.task, 0, @Now, @Now, @Now FROM
