@@ -9,7 +9,7 @@ namespace Queue.Bench.Harness;
 /// </summary>
 internal sealed record CpuShare(TimeSpan Api, TimeSpan Db, TimeSpan Load, double WallSeconds, long Items)
 {
-    private static readonly double TicksPerSecond = 100; // USER_HZ: utime and stime in /proc/PID/stat count in 1/100 s
+    private const double TicksPerSecond = 100; // USER_HZ: utime and stime in /proc/PID/stat count in 1/100 s
 
     public static CpuShare Read(int apiPid, int dbPid) =>
         new(Of(apiPid), Of(dbPid), Process.GetCurrentProcess().TotalProcessorTime, Stopwatch.GetTimestamp() / (double)Stopwatch.Frequency, 0);

@@ -28,4 +28,11 @@ internal sealed class BatchResults(MySqlDataReader reader)
         await NextAsync(ct);
         return await Reader.ReadAsync(ct);
     }
+
+    /// <summary>The next statement's one value as a number (an id from <c>SELECT LAST_INSERT_ID()</c>, a MAX).</summary>
+    public async Task<long> NextLongAsync(CancellationToken ct)
+    {
+        await NextRowAsync(ct);
+        return Convert.ToInt64(Reader.GetValue(0), System.Globalization.CultureInfo.InvariantCulture);
+    }
 }

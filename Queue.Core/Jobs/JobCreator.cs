@@ -117,14 +117,10 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
         }
         var ids = new long[jobs.Count];
         await using var reader = await batch.ExecuteReaderAsync(ct);
+        var rows = new BatchResults(reader);
         for (var i = 0; i < jobs.Count; i++)
         {
-            if (i > 0)
-            {
-                await reader.NextResultAsync(ct);
-            }
-            await reader.ReadAsync(ct);
-            ids[i] = Convert.ToInt64(reader.GetValue(0), System.Globalization.CultureInfo.InvariantCulture);
+            ids[i] = await rows.NextLongAsync(ct);
         }
         return ids;
     }
@@ -171,8 +167,8 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
             }
         }
         await using var reader = await batch.ExecuteReaderAsync(ct);
-        await reader.ReadAsync(ct);
-        var nextOldest = Convert.ToInt64(reader.GetValue(0), System.Globalization.CultureInfo.InvariantCulture);
+        var rows = new BatchResults(reader);
+        var nextOldest = await rows.NextLongAsync(ct);
         for (var i = 0; i < jobs.Count; i++)
         {
             var job = jobs[i];
@@ -182,14 +178,13 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
             }
             // A new job has no override (none can name an id that did not exist), no lane yet, and is not blocked.
             facts[i] = new PlacementFacts(job.TenantId, Blocked: 0, Active: job.ItemCount, OverridePriority: null, CurrentOldest: null, nextOldest);
-            await reader.NextResultAsync(ct);
             if (job.Inline.Single is { } one)
             {
-                await reader.ReadAsync(ct);
-                var documentId = Convert.ToInt64(reader.GetValue(0), System.Globalization.CultureInfo.InvariantCulture);
+                var documentId = await rows.NextLongAsync(ct);
                 created[i] = [new CreatedDocument(documentId, job.Documents[0].Name, one.Content.Length, Convert.ToHexStringLower(one.Sha256))];
                 continue;
             }
+            await rows.NextAsync(ct);
             var docs = new List<CreatedDocument>(job.Documents.Count);
             while (await reader.ReadAsync(ct))
             {

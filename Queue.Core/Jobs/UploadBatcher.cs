@@ -116,8 +116,7 @@ public sealed partial class UploadBatcher
             var created = new List<CreatedDocument>(u.Documents.Count);
             foreach (var d in u.Documents)
             {
-                await rows.NextRowAsync(ct);
-                var id = Convert.ToInt64(reader.GetValue(0), System.Globalization.CultureInfo.InvariantCulture);
+                var id = await rows.NextLongAsync(ct);
                 created.Add(new CreatedDocument(id, d.Name, d.Content.Length, Convert.ToHexStringLower(d.Sha256)));
             }
             results[i] = (Outcome.Ok, new UploadResult(created, (long)u.Documents.Count * u.Tasks.Count));

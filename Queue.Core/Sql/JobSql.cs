@@ -18,7 +18,7 @@ public static class JobSql
         VALUES (@TenantId, @Name, @State, @Tasks, @Documents, @Items, @ClosedAt, @FinishedAt, @Now, @Now)
         """;
 
-    /// <summary>Follows a row insert in a batch whose reader is read anyway (grouped uploads).</summary>
+    /// <summary>The id a row insert just made, read in the same batch (job rows, a lone document, grouped uploads).</summary>
     public const string LastInsertId = "SELECT LAST_INSERT_ID()";
 
     /// <summary>The tenant check and state check before an upload reads any byte of the body.</summary>

@@ -17,11 +17,7 @@ public static class OrderingSql
                j.items_total - j.items_done - j.items_dead - j.items_cancelled AS Active,
                (SELECT priority FROM overrides WHERE job_id = @JobId AND active = 1 AND expires_at > @Now ORDER BY id DESC LIMIT 1) AS OverridePriority,
                (SELECT value FROM ordering WHERE job_id = @JobId AND mode = 'oldest' LIMIT 1) AS CurrentOldest,
-               GREATEST(
-                 COALESCE((SELECT MAX(value) FROM ordering WHERE blocked = 0 AND mode = 'oldest'), 9995),
-                 COALESCE((SELECT MAX(value) FROM ordering WHERE blocked = 1 AND mode = 'oldest'), 9995)) + 5 AS NextOldest
-        FROM jobs j WHERE j.id = @JobId
-        """;
+        """ + " " + NextOldestValue + " AS NextOldest FROM jobs j WHERE j.id = @JobId";
 
     /// <summary>
     /// The one placement fact a brand-new job needs from the database: the next oldest-first value (the top of
@@ -29,8 +25,11 @@ public static class OrderingSql
     /// its active items, no override and no lane yet. One read serves a whole group of new jobs, as before: every job
     /// of a group read it before any of the group's lanes went in.
     /// </summary>
-    public const string NextOldest = """
-        SELECT GREATEST(
+    public const string NextOldest = "SELECT " + NextOldestValue;
+
+    /// <summary>The next oldest-first value: 5 past the highest one, blocked or not (two descents of ix_ordering_mode).</summary>
+    private const string NextOldestValue = """
+        GREATEST(
                  COALESCE((SELECT MAX(value) FROM ordering WHERE blocked = 0 AND mode = 'oldest'), 9995),
                  COALESCE((SELECT MAX(value) FROM ordering WHERE blocked = 1 AND mode = 'oldest'), 9995)) + 5
         """;
@@ -98,13 +97,8 @@ public static class OrderingSql
     /// </summary>
     public const string CappedJobsAheadList = """
         SELECT a.value AS Value, a.job_id AS JobId, CAST(j.items_total - j.items_done - j.items_dead - j.items_cancelled AS SIGNED) AS Active
-        FROM (SELECT value, job_id FROM ordering FORCE INDEX (ix_ordering_any)
-              WHERE blocked = 0 AND (value < @Value OR (value = @Value AND job_id < @JobId))
-              GROUP BY value, job_id HAVING MIN(available_at) <= @Now
-              LIMIT @Cap) a
-        JOIN jobs j ON j.id = a.job_id
-        ORDER BY a.value, a.job_id
-        """;
+        FROM
+        """ + " " + ClaimableJobsAhead + " JOIN jobs j ON j.id = a.job_id ORDER BY a.value, a.job_id";
 
     /// <summary>
     /// Claimable jobs ahead of (@Value, @JobId), counted exactly but never past @Cap: ix_ordering_any in (value, job_id)
@@ -112,10 +106,17 @@ public static class OrderingSql
     /// </summary>
     public const string CappedJobsAhead = """
         SELECT COUNT(*) AS Jobs, CAST(COALESCE(SUM(j.items_total - j.items_done - j.items_dead - j.items_cancelled), 0) AS SIGNED) AS Items
-        FROM (SELECT job_id FROM ordering FORCE INDEX (ix_ordering_any)
+        FROM
+        """ + " " + ClaimableJobsAhead + " JOIN jobs j ON j.id = a.job_id";
+
+    /// <summary>
+    /// Derived table <c>a</c>: the claimable jobs ahead of (@Value, @JobId), walked on ix_ordering_any in (value, job_id)
+    /// order and grouped in index order, stopping at @Cap jobs. Shared by the count and the list above.
+    /// </summary>
+    private const string ClaimableJobsAhead = """
+        (SELECT value, job_id FROM ordering FORCE INDEX (ix_ordering_any)
               WHERE blocked = 0 AND (value < @Value OR (value = @Value AND job_id < @JobId))
               GROUP BY value, job_id HAVING MIN(available_at) <= @Now
               LIMIT @Cap) a
-        JOIN jobs j ON j.id = a.job_id
         """;
 }

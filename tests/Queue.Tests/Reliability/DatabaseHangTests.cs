@@ -33,8 +33,8 @@ public sealed class DatabaseHangTests
             ["Jobs__DatabaseWaitMilliseconds"] = "3000",
         });
         await api.WaitHealthyAsync();
-        using var customer = Client(api, customerKey);
-        using var worker = Client(api, workerKey);
+        using var customer = api.ClientWithKey(customerKey);
+        using var worker = api.ClientWithKey(workerKey);
         var job = (await customer.CreateJobAsync(new
         {
             name = "through-a-hang",
@@ -92,13 +92,6 @@ public sealed class DatabaseHangTests
             var leased = (await conn.QueryAsync<long>("SELECT id FROM items WHERE state = 1 AND lease_expires_at IS NOT NULL")).ToHashSet();
             return leased.SetEquals(held.Skip(held.Count - leased.Count)) && leased.Count <= 1;
         }, "the leases of callers who got 503 are given back", seconds: 20);
-    }
-
-    private static HttpClient Client(ServiceProcess api, string key)
-    {
-        var http = new HttpClient { BaseAddress = new Uri(api.Url), Timeout = TimeSpan.FromSeconds(60) };
-        http.DefaultRequestHeaders.Authorization = new("Bearer", key);
-        return http;
     }
 
     /// <summary>Claims one item and completes it; the last one claimed stays in <paramref name="held"/> only while leased.</summary>

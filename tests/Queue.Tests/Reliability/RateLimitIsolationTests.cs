@@ -30,8 +30,8 @@ public sealed class RateLimitIsolationTests(DatabaseFixture fx) : IClassFixture<
         var (_, quietKey) = await fx.NewCustomerAsync(settings: new TenantSettings(["text"], RateLimit: 1000, RateBurst: 2000));
         await using var api = ServiceProcess.Start("Queue.Api", fx.ConnectionString, new Dictionary<string, string> { ["DOTNET_GCgen0size"] = "0x200000" });
         await api.WaitHealthyAsync();
-        using var flooder = Client(api, flooderKey);
-        using var quiet = Client(api, quietKey);
+        using var flooder = api.ClientWithKey(flooderKey);
+        using var quiet = api.ClientWithKey(quietKey);
         for (var i = 0; i < 20; i++)
         {
             (await quiet.GetAsync(U("/jobs?limit=5"))).EnsureSuccessStatusCode(); // warm
@@ -107,13 +107,6 @@ public sealed class RateLimitIsolationTests(DatabaseFixture fx) : IClassFixture<
             latencies.Add(Stopwatch.GetElapsedTime(started).TotalMilliseconds);
             await Task.Delay(10, CancellationToken.None); // a steady 100 requests a second
         }
-    }
-
-    private static HttpClient Client(ServiceProcess api, string key)
-    {
-        var http = new HttpClient { BaseAddress = new Uri(api.Url), Timeout = TimeSpan.FromSeconds(30) };
-        http.DefaultRequestHeaders.Authorization = new("Bearer", key);
-        return http;
     }
 
     private static double P99(List<double> values)
