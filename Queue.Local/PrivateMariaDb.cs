@@ -267,15 +267,28 @@ public sealed class PrivateMariaDb : IAsyncDisposable
         watchdog.Dispose();
     }
 
+    private static readonly HashSet<int> HandedOut = [];
+
     /// <summary>
     /// A free loopback port below Linux's ephemeral range (32768+), so that no outgoing connection (to MariaDB, say)
     /// can take it between this check and the server binding it, as an OS-assigned ephemeral port could.
     /// </summary>
+    /// <remarks>
+    /// A port is handed out once per process: two servers started at the same moment could otherwise both see the same
+    /// port free, and the loser's health check would then be answered by the winner (a test talking to the wrong server).
+    /// </remarks>
     public static int FreePort()
     {
         for (var attempt = 0; attempt < 200; attempt++)
         {
             var port = Random.Shared.Next(20000, 32000);
+            lock (HandedOut)
+            {
+                if (!HandedOut.Add(port))
+                {
+                    continue;
+                }
+            }
             try
             {
                 using var l = new TcpListener(IPAddress.Loopback, port);

@@ -28,7 +28,9 @@ public sealed class AdminEndToEndTests(DatabaseFixture fx) : IClassFixture<Datab
         var (_, customerKey) = await fx.NewCustomerAsync(settings: new TenantSettings(["text"]));
         var workerKey = await fx.NewWorkerKeyAsync();
 
-        await using var admin = ServiceProcess.Start("Queue.Admin", fx.ConnectionString);
+        // ASP.NET Core's own information lines (antiforgery, authentication) show in the failure message if a step fails.
+        await using var admin = ServiceProcess.Start("Queue.Admin", fx.ConnectionString,
+            new Dictionary<string, string> { ["Logging__LogLevel__Microsoft.AspNetCore"] = "Information" });
         await using var api = ServiceProcess.Start("Queue.Api", fx.ConnectionString);
         await Task.WhenAll(admin.WaitHealthyAsync(seconds: 120), api.WaitHealthyAsync(seconds: 120));
 
@@ -56,57 +58,74 @@ public sealed class AdminEndToEndTests(DatabaseFixture fx) : IClassFixture<Datab
         var page = await context.NewPageAsync();
         var shots = ScreenshotDirectory();
 
-        // Signing in: the queue sends us to the login page first.
-        await page.GotoAsync(admin.Url + "/queue");
-        Assert.Contains("/Account/Login", page.Url, StringComparison.Ordinal);
-        await page.FillAsync("#Login", login);
-        await page.FillAsync("#Password", password);
-        await page.ClickAsync("button[type=submit]");
-        await page.WaitForURLAsync("**/queue");
-        await page.ScreenshotAsync(new PageScreenshotOptions { Path = Path.Combine(shots, "1-queue-before.png"), FullPage = true });
+        try
+        {
+            // Signing in: the queue sends us to the login page first.
+            await page.GotoAsync(admin.Url + "/queue");
+            Assert.Contains("/Account/Login", page.Url, StringComparison.Ordinal);
+            await page.FillAsync("#Login", login);
+            await page.FillAsync("#Password", password);
+            await page.ClickAsync("button[type=submit]");
+            await page.WaitForURLAsync("**/queue");
+            await page.ScreenshotAsync(new PageScreenshotOptions { Path = Path.Combine(shots, "1-queue-before.png"), FullPage = true });
 
-        // The big job sits at a low position.
-        var row = page.Locator($"#queue tr[data-job='{big}']");
-        var before = int.Parse(await row.Locator(".pos").InnerTextAsync(), CultureInfo.InvariantCulture);
-        Assert.Equal(7, before);
+            // The big job sits at a low position.
+            var row = page.Locator($"#queue tr[data-job='{big}']");
+            var before = int.Parse(await row.Locator(".pos").InnerTextAsync(), CultureInfo.InvariantCulture);
+            Assert.Equal(7, before);
 
-        await row.Locator("a").First.ClickAsync();
-        await page.WaitForURLAsync($"**/jobs/{big}");
-        await page.FillAsync("#override-reason", "customer escalation: invoices due at 06:00");
-        await page.ScreenshotAsync(new PageScreenshotOptions { Path = Path.Combine(shots, "2-job-before-bump.png"), FullPage = true });
-        await page.ClickAsync("#override-form button[type=submit]");
-        await page.WaitForSelectorAsync(".flash");
-        Assert.Contains("Override set", await page.InnerTextAsync(".flash"), StringComparison.Ordinal);
-        Assert.Equal("1", (await page.InnerTextAsync("#position")).Trim());
-        await page.ScreenshotAsync(new PageScreenshotOptions { Path = Path.Combine(shots, "3-job-after-bump.png"), FullPage = true });
+            await row.Locator("a").First.ClickAsync();
+            await page.WaitForURLAsync($"**/jobs/{big}");
+            await page.FillAsync("#override-reason", "customer escalation: invoices due at 06:00");
+            await page.ScreenshotAsync(new PageScreenshotOptions { Path = Path.Combine(shots, "2-job-before-bump.png"), FullPage = true });
+            await page.ClickAsync("#override-form button[type=submit]");
+            await page.WaitForSelectorAsync(".flash");
+            Assert.Contains("Override set", await page.InnerTextAsync(".flash"), StringComparison.Ordinal);
+            Assert.Equal("1", (await page.InnerTextAsync("#position")).Trim());
+            await page.ScreenshotAsync(new PageScreenshotOptions { Path = Path.Combine(shots, "3-job-after-bump.png"), FullPage = true });
 
-        await page.ClickAsync("header nav a[href='/queue']");
-        await page.WaitForURLAsync("**/queue");
-        var first = page.Locator("#queue tbody tr").First;
-        Assert.Equal(big.ToString(CultureInfo.InvariantCulture), await first.GetAttributeAsync("data-job"));
-        Assert.Equal("1", (await first.Locator(".pos").InnerTextAsync()).Trim());
-        Assert.Contains("customer escalation", await first.Locator(".reason").InnerTextAsync(), StringComparison.Ordinal);
-        await page.ScreenshotAsync(new PageScreenshotOptions { Path = Path.Combine(shots, "4-queue-after-bump.png"), FullPage = true });
+            await page.ClickAsync("header nav a[href='/queue']");
+            await page.WaitForURLAsync("**/queue");
+            var first = page.Locator("#queue tbody tr").First;
+            Assert.Equal(big.ToString(CultureInfo.InvariantCulture), await first.GetAttributeAsync("data-job"));
+            Assert.Equal("1", (await first.Locator(".pos").InnerTextAsync()).Trim());
+            Assert.Contains("customer escalation", await first.Locator(".reason").InnerTextAsync(), StringComparison.Ordinal);
+            await page.ScreenshotAsync(new PageScreenshotOptions { Path = Path.Combine(shots, "4-queue-after-bump.png"), FullPage = true });
 
-        // A worker's next claim (docs/CONTRACT.md POST /next) hands out the bumped job's first item.
-        using var http = new HttpClient { BaseAddress = new Uri(api.Url), Timeout = TimeSpan.FromSeconds(30) };
-        http.DefaultRequestHeaders.Authorization = new AuthenticationHeaderValue("Bearer", workerKey);
-        using var claim = await http.PostAsJsonAsync(new Uri("/next", UriKind.Relative), new { worker = "e2e-worker", max = 1 });
-        var body = await claim.Content.ReadAsStringAsync();
-        Assert.True(claim.StatusCode == HttpStatusCode.OK, $"POST /next answered {(int)claim.StatusCode} (is the claim engine merged?): {body}");
-        using var json = JsonDocument.Parse(body);
-        var item = json.RootElement.GetProperty("items")[0];
-        Assert.Equal(big, item.GetProperty("jobId").GetInt64());
-        var lowestItem = await seed.ScalarAsync<long>("SELECT MIN(id) FROM items WHERE job_id = @Id", new { Id = big });
-        Assert.Equal(lowestItem, item.GetProperty("id").GetInt64());
+            // A worker's next claim (docs/CONTRACT.md POST /next) hands out the bumped job's first item.
+            using var http = new HttpClient { BaseAddress = new Uri(api.Url), Timeout = TimeSpan.FromSeconds(30) };
+            http.DefaultRequestHeaders.Authorization = new AuthenticationHeaderValue("Bearer", workerKey);
+            using var claim = await http.PostAsJsonAsync(new Uri("/next", UriKind.Relative), new { worker = "e2e-worker", max = 1 });
+            var body = await claim.Content.ReadAsStringAsync();
+            Assert.True(claim.StatusCode == HttpStatusCode.OK, $"POST /next answered {(int)claim.StatusCode} (is the claim engine merged?): {body}");
+            using var json = JsonDocument.Parse(body);
+            var item = json.RootElement.GetProperty("items")[0];
+            Assert.Equal(big, item.GetProperty("jobId").GetInt64());
+            var lowestItem = await seed.ScalarAsync<long>("SELECT MIN(id) FROM items WHERE job_id = @Id", new { Id = big });
+            Assert.Equal(lowestItem, item.GetProperty("id").GetInt64());
 
-        // The workers page now shows who holds that lease.
-        await page.ClickAsync("header nav a[href='/workers']");
-        await page.WaitForURLAsync("**/workers");
-        Assert.Contains("e2e-worker", await page.InnerTextAsync("#holders"), StringComparison.Ordinal);
-        await page.ScreenshotAsync(new PageScreenshotOptions { Path = Path.Combine(shots, "5-workers-after-claim.png"), FullPage = true });
-        await page.GotoAsync(admin.Url + "/");
-        await page.ScreenshotAsync(new PageScreenshotOptions { Path = Path.Combine(shots, "6-dashboard.png"), FullPage = true });
+            // The workers page now shows who holds that lease.
+            await page.ClickAsync("header nav a[href='/workers']");
+            await page.WaitForURLAsync("**/workers");
+            Assert.Contains("e2e-worker", await page.InnerTextAsync("#holders"), StringComparison.Ordinal);
+            await page.ScreenshotAsync(new PageScreenshotOptions { Path = Path.Combine(shots, "5-workers-after-claim.png"), FullPage = true });
+            await page.GotoAsync(admin.Url + "/");
+            await page.ScreenshotAsync(new PageScreenshotOptions { Path = Path.Combine(shots, "6-dashboard.png"), FullPage = true });
+        }
+        catch (Exception e) when (e is TimeoutException or PlaywrightException)
+        {
+            // A browser step that times out says only what it waited for; what the page and the Admin show says why.
+            string text;
+            try
+            {
+                text = await page.InnerTextAsync("body", new PageInnerTextOptions { Timeout = 5_000 });
+            }
+            catch (Exception unreadable) when (unreadable is TimeoutException or PlaywrightException)
+            {
+                text = "(unreadable: " + unreadable.Message + ")";
+            }
+            throw new TimeoutException($"{e.Message}\nThe page at {page.Url} shows:\n{text}\nThe Admin printed:\n{admin.Output}", e);
+        }
     }
 
     private static async Task<long> SubmitAsync(HttpClient customer, string name, int documents)
