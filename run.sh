@@ -19,6 +19,16 @@ else
 fi
 
 . "$ROOT/scripts/services.sh"
+# A second ./run.sh next to a running one would fail on the ports, and its exit would then stop the database the first
+# one is using: refuse before touching anything.
+for url in "$API_URL" "$ADMIN_URL" "$SCHED_URL"; do
+  hostport=${url#*://}
+  if (exec 3<>"/dev/tcp/${hostport%:*}/${hostport##*:}") 2>/dev/null; then
+    echo "run.sh: $url is already in use: is Queue already running? Stop it (Ctrl-C in its terminal) first." >&2
+    trap - EXIT
+    exit 1
+  fi
+done
 build_release
 trap stop_all INT TERM EXIT
 
