@@ -1,6 +1,5 @@
 using System.Globalization;
 using System.Net;
-using System.Net.Http.Headers;
 using System.Net.Http.Json;
 using System.Text.Json;
 using Microsoft.Playwright;
@@ -36,8 +35,7 @@ public sealed class AdminEndToEndTests(DatabaseFixture fx) : IClassFixture<Datab
 
         // The customer submits through the real API: six small jobs, then a big one, which is last in both modes
         // (most items for smallest-first, newest for oldest-first).
-        using var customer = new HttpClient { BaseAddress = new Uri(api.Url), Timeout = TimeSpan.FromSeconds(60) };
-        customer.DefaultRequestHeaders.Authorization = new AuthenticationHeaderValue("Bearer", customerKey);
+        using var customer = api.ClientWithKey(customerKey);
         for (var i = 0; i < 6; i++)
         {
             await SubmitAsync(customer, $"small-{i}", 2);
@@ -93,8 +91,7 @@ public sealed class AdminEndToEndTests(DatabaseFixture fx) : IClassFixture<Datab
             await page.ScreenshotAsync(new PageScreenshotOptions { Path = Path.Combine(shots, "4-queue-after-bump.png"), FullPage = true });
 
             // A worker's next claim (docs/CONTRACT.md POST /next) hands out the bumped job's first item.
-            using var http = new HttpClient { BaseAddress = new Uri(api.Url), Timeout = TimeSpan.FromSeconds(30) };
-            http.DefaultRequestHeaders.Authorization = new AuthenticationHeaderValue("Bearer", workerKey);
+            using var http = api.ClientWithKey(workerKey);
             using var claim = await http.PostAsJsonAsync(new Uri("/next", UriKind.Relative), new { worker = "e2e-worker", max = 1 });
             var body = await claim.Content.ReadAsStringAsync();
             Assert.True(claim.StatusCode == HttpStatusCode.OK, $"POST /next answered {(int)claim.StatusCode} (is the claim engine merged?): {body}");
@@ -115,16 +112,20 @@ public sealed class AdminEndToEndTests(DatabaseFixture fx) : IClassFixture<Datab
         catch (Exception e) when (e is TimeoutException or PlaywrightException)
         {
             // A browser step that times out says only what it waited for; what the page and the Admin show says why.
-            string text;
-            try
-            {
-                text = await page.InnerTextAsync("body", new PageInnerTextOptions { Timeout = 5_000 });
-            }
-            catch (Exception unreadable) when (unreadable is TimeoutException or PlaywrightException)
-            {
-                text = "(unreadable: " + unreadable.Message + ")";
-            }
-            throw new TimeoutException($"{e.Message}\nThe page at {page.Url} shows:\n{text}\nThe Admin printed:\n{admin.Output}", e);
+            throw new TimeoutException($"{e.Message}\nThe page at {page.Url} shows:\n{await PageTextAsync(page)}\nThe Admin printed:\n{admin.Output}", e);
+        }
+    }
+
+    /// <summary>The page's visible text, or why it could not be read (the page may itself be what hangs).</summary>
+    private static async Task<string> PageTextAsync(IPage page)
+    {
+        try
+        {
+            return await page.InnerTextAsync("body", new PageInnerTextOptions { Timeout = 5_000 });
+        }
+        catch (Exception unreadable) when (unreadable is TimeoutException or PlaywrightException)
+        {
+            return "(unreadable: " + unreadable.Message + ")";
         }
     }
 
