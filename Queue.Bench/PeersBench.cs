@@ -15,7 +15,10 @@ namespace Queue.Bench;
 /// <c>--peers-dir DIR</c>, <c>--digests</c> (the costliest statements of each phase, <c>--digests-top N</c> of them, 12 by
 /// default; see <see cref="StatementDigests"/>),
 /// <c>--client</c> (every call through Queue.Client instead of raw HttpClient requests, so the client's overhead shows;
-/// the client always sends an Idempotency-Key, so compare it with <c>--idempotency</c>).
+/// the client always sends an Idempotency-Key, so compare it with <c>--idempotency</c>), <c>--sequential-completions</c> (each
+/// drain worker waits for its completion's answer before its next POST /next; by default it claims the next item while
+/// the previous completion is still in flight, at most one per worker, as Queue.Client's <c>WorkAsync</c> does by
+/// default and as graphile-worker's workers do: their completeJob is fire-and-forget).
 /// </summary>
 public static class PeersBench
 {
@@ -32,12 +35,13 @@ public static class PeersBench
         var idempotency = args.Contains("--idempotency");
         var noPeer = args.Contains("--no-peer");
         var viaClient = args.Contains("--client");
+        var overlap = !args.Contains("--sequential-completions");
         Console.WriteLine($"peers: {jobs:N0} one-item jobs ({{\"i\":n,\"pad\":1,000 x}} as one inline base64 document, 1 task), {Producers} producers, " +
             $"batches of {Batch:N0}, drains at {string.Join('/', workers)} workers (cap {drainMaxS} s), Idempotency-Key {(idempotency || viaClient ? "on" : "off")}, " +
-            $"calls through {(viaClient ? "Queue.Client" : "raw HttpClient requests")}");
+            $"calls through {(viaClient ? "Queue.Client" : "raw HttpClient requests")}{(overlap ? ", each completion overlapped with the next claim" : ", each completion answered before the next claim")}");
 
         var digests = args.Contains("--digests") ? int.Parse(Option(args, "--digests-top") ?? "12", CultureInfo.InvariantCulture) : 0;
-        var queue = await RunQueueAsync(jobs, workers, TimeSpan.FromSeconds(drainMaxS), TimeSpan.FromSeconds(enqMaxS), idempotency, digests, viaClient);
+        var queue = await RunQueueAsync(jobs, workers, TimeSpan.FromSeconds(drainMaxS), TimeSpan.FromSeconds(enqMaxS), idempotency, digests, viaClient, overlap);
         List<PeerResult>? peer = null;
         if (!noPeer)
         {
@@ -47,7 +51,7 @@ public static class PeersBench
         return Verdicts(queue, peer);
     }
 
-    private static async Task<QueueFigures> RunQueueAsync(long jobs, int[] workers, TimeSpan drainCap, TimeSpan enqCap, bool idempotency, int digests, bool viaClient)
+    private static async Task<QueueFigures> RunQueueAsync(long jobs, int[] workers, TimeSpan drainCap, TimeSpan enqCap, bool idempotency, int digests, bool viaClient, bool overlap)
     {
         await using var env = await BenchEnvironment.StartAsync();
         await using var db = SubmitBenchKit.DataSource(env);
@@ -56,7 +60,7 @@ public static class PeersBench
         // The gen0 budget is read from the environment only; run.sh exports the same (see Queue.Api.csproj).
         var api = await env.StartServiceAsync("Queue.Api", new Dictionary<string, string> { ["DOTNET_GCgen0size"] = "0x200000" });
         var mariadbPid = int.Parse(File.ReadAllText(Path.Combine(env.Server.Directory, "mariadbd.pid")).Trim(), CultureInfo.InvariantCulture);
-        using var http = SubmitBenchKit.Client(api.Url, customerKey, Math.Max(Producers, workers.Max()) + 4);
+        using var http = SubmitBenchKit.Client(api.Url, customerKey, Math.Max(Producers, 2 * workers.Max()) + 4);
         using var client = viaClient ? new PeersClientCalls(new Uri(api.Url), customerKey, workerKey) : null;
         var load = new PeersWorkload(client ?? (IPeersCalls)new PeersHttpCalls(http, customerKey, workerKey));
         var rss = new List<(string Phase, long Api, long Db)>();
@@ -113,7 +117,7 @@ public static class PeersBench
                 queued += topUp.Items;
                 Console.WriteLine(string.Create(CultureInfo.InvariantCulture, $"  topped up {topUp.Items:N0} jobs in {topUp.Seconds:F1} s ({topUp.PerSecond:N0} jobs/s)"));
             }
-            var drain = await Measure($"drain-{n}", () => load.DrainAsync(PeerTask, n, queued, drainCap), r => r.Completed);
+            var drain = await Measure($"drain-{n}", () => load.DrainAsync(PeerTask, n, queued, drainCap, overlap), r => r.Completed);
             queued -= drain.Completed;
             drains.Add(drain);
             Report.Row($"drain {n} worker{(n == 1 ? "" : "s")}: POST /next", drain.PerSecond, drain.Claims, rss[^1].Api, "items/s");

@@ -73,9 +73,11 @@ internal sealed class PeersWorkload(IPeersCalls via)
     /// <summary>
     /// <paramref name="workers"/> loops of POST /next (max 1, wait 0) then complete, until every one of the
     /// <paramref name="queued"/> items was claimed or <paramref name="cap"/> passed. A 204 while items are still
-    /// unclaimed is counted and retried after 5 ms, so a momentary empty answer does not end a worker early.
+    /// unclaimed is counted and retried after 5 ms, so a momentary empty answer does not end a worker early. With
+    /// <paramref name="overlap"/>, a worker claims its next item while its previous completion is still in flight (at
+    /// most one), and the phase ends when every completion has been answered.
     /// </summary>
-    public async Task<DrainResult> DrainAsync(string task, int workers, long queued, TimeSpan cap)
+    public async Task<DrainResult> DrainAsync(string task, int workers, long queued, TimeSpan cap, bool overlap = false)
     {
         var claims = Report.NewHistogram();
         var completes = Report.NewHistogram();
@@ -85,6 +87,14 @@ internal sealed class PeersWorkload(IPeersCalls via)
         await Task.WhenAll(Enumerable.Range(0, workers).Select(w => Task.Run(async () =>
         {
             var claim = via.Claimer(w, task);
+            Task? finishing = null;
+            async Task FinishAsync(Func<Task> complete)
+            {
+                var t1 = Stopwatch.GetTimestamp();
+                await complete();
+                Report.Record(completes, t1);
+                Interlocked.Increment(ref completed);
+            }
             while (Stopwatch.GetTimestamp() < deadline && Interlocked.Read(ref claimed) < queued)
             {
                 var t0 = Stopwatch.GetTimestamp();
@@ -101,10 +111,20 @@ internal sealed class PeersWorkload(IPeersCalls via)
                     continue;
                 }
                 Interlocked.Increment(ref claimed);
-                var t1 = Stopwatch.GetTimestamp();
-                await complete();
-                Report.Record(completes, t1);
-                Interlocked.Increment(ref completed);
+                if (finishing is not null)
+                {
+                    await finishing;
+                }
+                finishing = FinishAsync(complete);
+                if (!overlap)
+                {
+                    await finishing;
+                    finishing = null;
+                }
+            }
+            if (finishing is not null)
+            {
+                await finishing;
             }
         })));
         var seconds = Stopwatch.GetElapsedTime(start).TotalSeconds;

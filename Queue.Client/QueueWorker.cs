@@ -14,6 +14,8 @@ internal sealed class QueueWorker(QueueClient client, IReadOnlyList<string> task
     {
         ArgumentOutOfRangeException.ThrowIfLessThan(concurrency, 1);
         using var slots = new SemaphoreSlim(concurrency);
+        // Completions and fails still in flight after their slot went back to claiming: at most one per slot.
+        using var finishing = new SemaphoreSlim(concurrency);
         // Running handlers outlive the caller's token by the grace period, so a Ctrl-C lets short work finish.
         using var grace = new CancellationTokenSource();
         await using var registration = ct.Register(() => grace.CancelAfter(options.ShutdownGrace));
@@ -45,7 +47,7 @@ internal sealed class QueueWorker(QueueClient client, IReadOnlyList<string> task
                 foreach (var item in items)
                 {
                     Touch();
-                    running[item.Id] = RunOneAsync(item, slots, grace.Token);
+                    running[item.Id] = RunOneAsync(item, slots, finishing, grace.Token);
                 }
             }
         }
@@ -58,23 +60,55 @@ internal sealed class QueueWorker(QueueClient client, IReadOnlyList<string> task
 
     private void Touch() => Interlocked.Exchange(ref lastActivity, Stopwatch.GetTimestamp());
 
-    private async Task RunOneAsync(LeasedItem item, SemaphoreSlim slots, CancellationToken grace)
+    /// <summary>
+    /// Runs the handler, then finishes the item. With <see cref="WorkOptions.FinishInBackground"/> the slot claims its
+    /// next item as soon as the handler returns, while this item's complete or fail is still on its way: the claim and
+    /// the completion then overlap instead of following each other (graphile-worker's workers do the same). The
+    /// finishing call is still awaited before this task ends, so shutdown and <see cref="WorkOptions.OnFinished"/> see it.
+    /// </summary>
+    private async Task RunOneAsync(LeasedItem item, SemaphoreSlim slots, SemaphoreSlim finishing, CancellationToken grace)
     {
         await Task.Yield();
+        var holdsSlot = true;
         try
         {
-            var (outcome, error) = await HandleAsync(item, grace);
+            var (lost, error) = await RunHandlerAsync(item, grace);
+            var outcome = WorkOutcome.LeaseLost;
+            if (!lost)
+            {
+                if (options.FinishInBackground)
+                {
+                    await finishing.WaitAsync(CancellationToken.None);
+                    slots.Release();
+                    holdsSlot = false;
+                }
+                try
+                {
+                    (outcome, error) = await FinishAsync(item, error, grace);
+                }
+                finally
+                {
+                    if (!holdsSlot)
+                    {
+                        finishing.Release();
+                    }
+                }
+            }
             options.OnFinished?.Invoke(new WorkItem(client, item), outcome, error);
         }
         finally
         {
             running.TryRemove(item.Id, out _);
             Touch();
-            slots.Release();
+            if (holdsSlot)
+            {
+                slots.Release();
+            }
         }
     }
 
-    private async Task<(WorkOutcome, Exception?)> HandleAsync(LeasedItem item, CancellationToken grace)
+    /// <summary>The handler, with the lease extended while it runs; whether the lease was lost meanwhile, and what it threw.</summary>
+    private async Task<(bool Lost, Exception? Error)> RunHandlerAsync(LeasedItem item, CancellationToken grace)
     {
         using var handlerCts = CancellationTokenSource.CreateLinkedTokenSource(grace);
         using var extenderCts = new CancellationTokenSource();
@@ -93,10 +127,12 @@ internal sealed class QueueWorker(QueueClient client, IReadOnlyList<string> task
         }
         await extenderCts.CancelAsync();
         await extender;
-        if (lost)
-        {
-            return (WorkOutcome.LeaseLost, error);
-        }
+        return (lost, error);
+    }
+
+    /// <summary>Completes the item, or fails it with the handler's error (released when the worker shut down first).</summary>
+    private async Task<(WorkOutcome, Exception?)> FinishAsync(LeasedItem item, Exception? error, CancellationToken grace)
+    {
         // The finishing call must still go out after a Ctrl-C; it is bounded on its own instead.
         using var finish = new CancellationTokenSource(TimeSpan.FromSeconds(30));
         try

@@ -21,6 +21,15 @@ public sealed class WorkOptions
     /// <summary>A handler's exception of this type fails the item for good (<c>retry: false</c>).</summary>
     public Func<Exception, bool> IsPermanent { get; set; } = e => e is PermanentWorkException;
 
+    /// <summary>
+    /// True (the default): a slot claims its next item as soon as its handler returns, while that item's complete or
+    /// fail is still in flight (at most one such call per slot). A worker of one slot then does about 1.4 times the
+    /// items per second (docs/DESIGN.md "Peer speed"). False: the next claim waits until the service has answered the
+    /// complete or fail. Either way the call is awaited before <see cref="QueueClient.WorkAsync"/> returns, and a
+    /// completion the service never confirms leaves the item leased until its lease expires, to be handed out again.
+    /// </summary>
+    public bool FinishInBackground { get; set; } = true;
+
     /// <summary>Called with each finished item and how it ended, e.g. for logs and counters.</summary>
     public Action<WorkItem, WorkOutcome, Exception?>? OnFinished { get; set; }
 }
