@@ -37,9 +37,10 @@ public sealed partial class OrderingRewriter(
     public const string Actor = "scheduler";
 
     /// <summary>
-    /// Rewrites the ordering for the period containing <paramref name="periodOf"/> (default: now; a later instant wins
-    /// over now, so a trigger fired a hair before its boundary still rewrites the new period). Idempotent: a period
-    /// already in <c>rewrite_log</c> is skipped unless <paramref name="force"/>.
+    /// Rewrites the ordering for the period containing <paramref name="periodOf"/> (default: now). The Scheduler passes
+    /// the boundary its trigger was for, so a trigger fired a hair early rewrites the new period, and one fired late
+    /// (a takeover after a kill -9) still rewrites its own period before the boundaries after it fire: no period is
+    /// left out. Idempotent: a period already in <c>rewrite_log</c> is skipped unless <paramref name="force"/>.
     /// </summary>
     public Task<RewriteResult> RewriteAsync(string instance, DateTimeOffset? periodOf = null, bool force = false, CancellationToken ct = default) =>
         Retry.OnDeadlockAsync(c => RewriteOnceAsync(instance, periodOf, force, c), ct);
@@ -49,7 +50,7 @@ public sealed partial class OrderingRewriter(
         var started = Stopwatch.GetTimestamp();
         var nowOffset = clock.GetUtcNow();
         var now = nowOffset.UtcDateTime;
-        var period = calendar.At(periodOf is { } p && p > nowOffset ? p : nowOffset);
+        var period = calendar.At(periodOf ?? nowOffset);
 
         await using var conn = await db.OpenConnectionAsync(ct);
         await using var tx = await conn.BeginReadCommittedAsync(ct);

@@ -1,4 +1,5 @@
 using System.Globalization;
+using Microsoft.Extensions.Options;
 using Quartz;
 using Queue.Core.Ordering;
 
@@ -12,16 +13,21 @@ namespace Queue.Scheduler.Jobs;
 /// <see cref="OrderingRewriter"/> skips a period already in <c>rewrite_log</c> (a recovery rerun, a restart).
 /// </summary>
 [DisallowConcurrentExecution]
-public sealed partial class ReorderJob(OrderingRewriter rewriter, OrderingCalendar calendar, TimeProvider clock, ILogger<ReorderJob> logger) : IJob
+public sealed partial class ReorderJob(OrderingRewriter rewriter, OrderingCalendar calendar, TimeProvider clock, IOptions<SchedulerOptions> options,
+    ILogger<ReorderJob> logger) : IJob
 {
     public static readonly JobKey Key = new("ordering-rewrite", "ordering");
 
     public async ValueTask Execute(IJobExecutionContext context, CancellationToken cancellationToken)
     {
         var instance = context.Scheduler.SchedulerInstanceId;
+        // A firing that replays one a killed node left unfinished is for that firing's boundary, not for now: Quartz
+        // fires the replay when it notices the death, seconds later, with "now" as its scheduled time.
+        var boundary = RecoveredBoundary(context) ?? context.ScheduledFireTimeUtc;
+        Fired(logger, context.Trigger.Key.Name, context.ScheduledFireTimeUtc, context.Recovering, context.Recovering ? context.RecoveringTriggerKey?.Name : null, boundary);
         try
         {
-            var result = await rewriter.RewriteAsync(instance, context.ScheduledFireTimeUtc, force: false, cancellationToken);
+            var result = await rewriter.RewriteAsync(instance, boundary, force: false, cancellationToken);
             SchedulerMetrics.Observe(result);
         }
         catch (Exception ex) when (ex is not OperationCanceledException)
@@ -34,10 +40,31 @@ public sealed partial class ReorderJob(OrderingRewriter rewriter, OrderingCalend
         }
         finally
         {
-            var at = context.ScheduledFireTimeUtc is { } s && s > clock.GetUtcNow() ? s : clock.GetUtcNow();
-            await ScheduleBoundaryAsync(context.Scheduler, calendar.At(at).End, CancellationToken.None);
+            await ScheduleBoundaryAsync(context.Scheduler, NextBoundary(boundary), CancellationToken.None);
         }
     }
+
+    /// <summary>
+    /// The boundary after the one this firing was for, even when the firing came late. After a kill -9 the surviving
+    /// Scheduler takes over seconds later, and boundaries may have passed meanwhile; each of them still fires, late,
+    /// one after the other, so no period goes without its rewrite (computed from "now", as it was, a takeover that took
+    /// longer than a period skipped one). Boundaries further back than the misfire threshold (every Scheduler down for
+    /// a long time) are not caught up: the chain resumes with the period running now.
+    /// </summary>
+    private DateTimeOffset NextBoundary(DateTimeOffset? boundary)
+    {
+        var now = clock.GetUtcNow();
+        var next = calendar.At(boundary ?? now).End;
+        return next >= now - options.Value.MisfireThreshold ? next : calendar.At(now).Start;
+    }
+
+    /// <summary>The boundary of the firing a recovery replays, read from the original trigger's name; null when not recovering.</summary>
+    private static DateTimeOffset? RecoveredBoundary(IJobExecutionContext context) =>
+        context.Recovering && context.RecoveringTriggerKey?.Name is { } name && name.StartsWith(TriggerPrefix, StringComparison.Ordinal)
+        && DateTimeOffset.TryParseExact(name[TriggerPrefix.Length..], TriggerTimeFormat, CultureInfo.InvariantCulture,
+            DateTimeStyles.AssumeUniversal | DateTimeStyles.AdjustToUniversal, out var boundary)
+            ? boundary
+            : null;
 
     /// <summary>
     /// Schedules the rewrite at <paramref name="boundary"/> unless a trigger for it exists. The trigger's name is the
@@ -55,8 +82,16 @@ public sealed partial class ReorderJob(OrderingRewriter rewriter, OrderingCalend
         await scheduler.ScheduleTrigger(trigger, TriggerConflict.Keep, ct);
     }
 
+    private const string TriggerPrefix = "rewrite-";
+    private const string TriggerTimeFormat = "yyyyMMdd'T'HHmmss.fff'Z'";
+
     public static string TriggerName(DateTimeOffset boundary) =>
-        "rewrite-" + boundary.UtcDateTime.ToString("yyyyMMdd'T'HHmmss.fff'Z'", CultureInfo.InvariantCulture);
+        TriggerPrefix + boundary.UtcDateTime.ToString(TriggerTimeFormat, CultureInfo.InvariantCulture);
+
+    // One line per period: after a takeover it shows which boundaries fired late and which firing replayed a dead node's.
+    [LoggerMessage(EventId = 4105, Level = LogLevel.Information,
+        Message = "The rewrite fired by trigger {Trigger} (scheduled for {Scheduled}, recovering {Recovering}, replaying {Replayed}) is for the period at {Boundary}")]
+    private static partial void Fired(ILogger logger, string trigger, DateTimeOffset? scheduled, bool recovering, string? replayed, DateTimeOffset? boundary);
 
     [LoggerMessage(EventId = 4101, Level = LogLevel.Error, Message = "The ordering rewrite failed; a Scheduler that starts within the period, or the next boundary, rewrites it")]
     private static partial void RewriteFailed(ILogger logger, Exception ex);

@@ -21,7 +21,7 @@ public sealed class SchedulerProcessTests
             ["Scheduler__CheckinInterval"] = "00:00:01",
             ["Scheduler__CheckinMisfireThreshold"] = "00:00:03",
             ["Scheduler__IdleWaitTime"] = "00:00:01",
-            ["Logging__LogLevel__Quartz"] = "Warning",
+            ["Logging__LogLevel__Quartz"] = "Information",
         });
 
     [Fact]
@@ -111,12 +111,18 @@ public sealed class SchedulerProcessTests
         await WaitForAsync(async () => await RewriteCountByAsync(db, survivor, killedAt) >= 4, "four rewrites by the survivor", seconds: 40);
 
         await using var conn = await db.DataSource.OpenConnectionAsync();
-        var log = (await conn.QueryAsync<DateTime>("SELECT period_start FROM rewrite_log ORDER BY period_start")).AsList();
-        Assert.Equal(log.Count, log.Distinct().Count()); // never twice
+        var rows = (await conn.QueryAsync<(DateTime PeriodStart, DateTime StartedAt, string Instance)>(
+            "SELECT period_start, started_at, instance FROM rewrite_log ORDER BY period_start")).AsList();
+        var log = rows.Select(r => r.PeriodStart).ToList();
+        // On a failure, say what happened: every rewrite, when it started and who ran it, and the survivor's own log.
+        var story = $"killed {(active == ia ? "a" : "b")} at {killedAt:HH:mm:ss.fff}; rewrites:\n" +
+            string.Join("\n", rows.Select(r => $"  {r.PeriodStart:HH:mm:ss.fff} started {r.StartedAt:HH:mm:ss.fff} by {r.Instance}")) +
+            $"\nsurvivor's output:\n{(victim == a ? b : a).Output}";
+        Assert.True(log.Count == log.Distinct().Count(), "a period was rewritten twice: " + story);
         var after = log.Where(p => p >= killedAt - period).ToList();
         for (var i = 1; i < after.Count; i++)
         {
-            Assert.Equal(period, after[i] - after[i - 1]); // none skipped across the kill
+            Assert.True(after[i] - after[i - 1] == period, $"a period was skipped across the kill: {story}");
         }
     }
 
