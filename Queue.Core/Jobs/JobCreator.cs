@@ -127,7 +127,7 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
 
     /// <summary>
     /// Documents, bytes and items of every job, the one placement fact new jobs need, and the documents' ids (a lone
-    /// document's from LAST_INSERT_ID, the documents of a larger job read back). Row-less results are skipped by the
+    /// document's from LAST_INSERT_ID, the ids of a larger job's documents read back). Row-less results are skipped by the
     /// reader, so the SELECTs are read in the order they were added.
     /// </summary>
     private static async Task<(PlacementFacts?[] Facts, IReadOnlyList<CreatedDocument>[] Created)> FillJobsAsync(
@@ -144,14 +144,14 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
         batch.BatchCommands.Add(new MySqlBatchCommand(OrderingSql.NextOldest));
         foreach (var (job, id) in jobs.Zip(ids))
         {
-            if (job.Inline.Single is { } one)
+            if (job.Documents.Count == 1)
             {
-                // One document (the commonest small job): plain VALUES, no JSON to shred on the server. Its id is read
-                // before the items' insert moves LAST_INSERT_ID on.
+                // One document (the commonest small job): no row numbering needed. Its id is read before the items'
+                // insert moves LAST_INSERT_ID on.
                 var d = job.Documents[0];
                 batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertOneDocument, ("@JobId", id), ("@TenantId", job.TenantId), ("@Name", d.Name),
-                    ("@ContentType", d.ContentType), ("@Size", (long)one.Content.Length), ("@Sha256", one.Sha256), ("@Now", now)));
-                batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertOneContent, ("@Content", one.Content)));
+                    ("@ContentType", d.ContentType), ("@Size", (long)job.Inline.Contents[0].Length), ("@Sha256", job.Inline.Hashes[0]), ("@Now", now)));
+                batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertOneContent, ("@Content", job.Inline.Contents[0])));
                 batch.BatchCommands.Add(new MySqlBatchCommand(JobSql.LastInsertId));
                 batch.BatchCommands.Add(job.Tasks.Count == 1
                     ? BatchCommand.Of(JobSql.InsertOneDocumentItem, ("@JobId", id), ("@Task", job.Tasks[0]), ("@Now", now))
@@ -160,10 +160,10 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
             else if (job.Documents.Count > 0)
             {
                 // Three set-based statements whatever the number of documents: rows, bytes, items.
-                batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertInlineDocuments, ("@JobId", id), ("@TenantId", job.TenantId), ("@Documents", job.Inline.Metadata), ("@Now", now)));
-                batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertInlineContents, ("@JobId", id), ("@Contents", job.Inline.Contents)));
+                batch.BatchCommands.Add(DocumentRows(job, id, now));
+                batch.BatchCommands.Add(ContentRows(job, id));
                 batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertItemsForNewJob, ("@JobId", id), ("@Tasks", job.TasksJson), ("@Now", now)));
-                batch.BatchCommands.Add(BatchCommand.Of(JobSql.CreatedDocuments, ("@JobId", id)));
+                batch.BatchCommands.Add(BatchCommand.Of(JobSql.CreatedDocumentIds, ("@JobId", id)));
             }
         }
         await using var reader = await batch.ExecuteReaderAsync(ct);
@@ -178,21 +178,47 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
             }
             // A new job has no override (none can name an id that did not exist), no lane yet, and is not blocked.
             facts[i] = new PlacementFacts(job.TenantId, Blocked: 0, Active: job.ItemCount, OverridePriority: null, CurrentOldest: null, nextOldest);
-            if (job.Inline.Single is { } one)
+            if (job.Documents.Count == 1)
             {
                 var documentId = await rows.NextLongAsync(ct);
-                created[i] = [new CreatedDocument(documentId, job.Documents[0].Name, one.Content.Length, Convert.ToHexStringLower(one.Sha256))];
+                created[i] = [new CreatedDocument(documentId, job.Documents[0].Name, job.Inline.Contents[0].Length, Convert.ToHexStringLower(job.Inline.Hashes[0]))];
                 continue;
             }
             await rows.NextAsync(ct);
             var docs = new List<CreatedDocument>(job.Documents.Count);
-            while (await reader.ReadAsync(ct))
+            for (var k = 0; await reader.ReadAsync(ct); k++)
             {
-                docs.Add(new CreatedDocument(reader.GetInt64(0), reader.GetString(1), reader.GetInt64(2), Convert.ToHexStringLower((byte[])reader.GetValue(3))));
+                docs.Add(new CreatedDocument(reader.GetInt64(0), job.Documents[k].Name, job.Inline.Contents[k].Length, Convert.ToHexStringLower(job.Inline.Hashes[k])));
             }
             created[i] = docs;
         }
         return (facts, created);
     }
 
+    private static MySqlBatchCommand DocumentRows(PendingJob job, long id, DateTime now)
+    {
+        var c = new MySqlBatchCommand(JobSql.InsertInlineDocuments(job.Documents.Count));
+        c.Parameters.AddWithValue("@JobId", id);
+        c.Parameters.AddWithValue("@TenantId", job.TenantId);
+        c.Parameters.AddWithValue("@Now", now);
+        for (var k = 0; k < job.Documents.Count; k++)
+        {
+            c.Parameters.AddWithValue(SqlRows.Parameter("@n", k), job.Documents[k].Name);
+            c.Parameters.AddWithValue(SqlRows.Parameter("@t", k), job.Documents[k].ContentType);
+            c.Parameters.AddWithValue(SqlRows.Parameter("@s", k), (long)job.Inline.Contents[k].Length);
+            c.Parameters.AddWithValue(SqlRows.Parameter("@h", k), job.Inline.Hashes[k]);
+        }
+        return c;
+    }
+
+    private static MySqlBatchCommand ContentRows(PendingJob job, long id)
+    {
+        var c = new MySqlBatchCommand(JobSql.InsertInlineContents(job.Documents.Count));
+        c.Parameters.AddWithValue("@JobId", id);
+        for (var k = 0; k < job.Documents.Count; k++)
+        {
+            c.Parameters.AddWithValue(SqlRows.Parameter("@c", k), job.Inline.Contents[k]);
+        }
+        return c;
+    }
 }

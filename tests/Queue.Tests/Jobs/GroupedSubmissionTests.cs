@@ -38,7 +38,7 @@ public sealed class GroupedSubmissionTests(ApiFixture fx) : IClassFixture<ApiFix
     {
         var (tenant, key) = await fx.NewCustomerAsync(settings: new Queue.Core.Security.TenantSettings(["text", "thumbnail", "ocr"]));
         var http = fx.Api.ClientWithKey(key);
-        // Even i: one document (plain VALUES chained by LAST_INSERT_ID); odd i: three (set-based JSON statements).
+        // Even i: one document (plain VALUES chained by LAST_INSERT_ID); odd i: three (multi-row VALUES matched by row number).
         var created = await Task.WhenAll(Enumerable.Range(0, 32).Select(i => http.CreateJobAsync(new
         {
             name = $"mixed-{i}",
@@ -65,6 +65,13 @@ public sealed class GroupedSubmissionTests(ApiFixture fx) : IClassFixture<ApiFix
         var names = await fx.CountAsync(
             "SELECT COUNT(*) FROM documents d JOIN jobs j ON j.id = d.job_id WHERE j.tenant_id = @Id AND d.name LIKE CONCAT('j', SUBSTRING(j.name, 7), '-d%')", new { tenant.Id });
         Assert.Equal(16 + (16 * 3), names);
+        // Every document holds its own bytes: "j{i}-d{d}.txt" holds "job {i} document {d}".
+        var ownBytes = await fx.CountAsync("""
+            SELECT COUNT(*) FROM documents d JOIN jobs j ON j.id = d.job_id JOIN document_content dc ON dc.document_id = d.id
+            WHERE j.tenant_id = @Id AND dc.content = CONCAT('job ', SUBSTRING_INDEX(SUBSTRING(d.name, 2), '-d', 1), ' document ',
+                SUBSTRING_INDEX(SUBSTRING_INDEX(d.name, '-d', -1), '.', 1))
+            """, new { tenant.Id });
+        Assert.Equal(16 + (16 * 3), ownBytes);
     }
 
     [Fact]

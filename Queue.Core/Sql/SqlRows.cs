@@ -1,0 +1,34 @@
+using System.Globalization;
+using System.Text;
+
+namespace Queue.Core.Sql;
+
+/// <summary>
+/// Multi-row VALUES with numbered parameters, for statements whose row count is only known per call. The text holds
+/// parameter names only, never values.
+/// </summary>
+internal static class SqlRows
+{
+    /// <summary>
+    /// <paramref name="head"/>, then <paramref name="count"/> copies of <paramref name="row"/> separated by commas, each
+    /// with <c>#</c> replaced by its index (<c>#+1</c> by its index plus one), then <paramref name="tail"/>.
+    /// </summary>
+    public static string Values(string head, string row, int count, string tail)
+    {
+        ArgumentOutOfRangeException.ThrowIfLessThan(count, 1);
+        var sql = new StringBuilder(head.Length + (count * (row.Length + 8)) + tail.Length).Append(head).Append('\n');
+        for (var i = 0; i < count; i++)
+        {
+            if (i > 0)
+            {
+                sql.Append(",\n");
+            }
+            sql.Append(row.Replace("#+1", (i + 1).ToString(CultureInfo.InvariantCulture), StringComparison.Ordinal)
+                .Replace("#", i.ToString(CultureInfo.InvariantCulture), StringComparison.Ordinal));
+        }
+        return sql.Append('\n').Append(tail).ToString();
+    }
+
+    /// <summary>The name of the <paramref name="index"/>-th row's parameter <paramref name="prefix"/> (<c>@c</c> gives <c>@c0</c>, ...).</summary>
+    public static string Parameter(string prefix, int index) => prefix + index.ToString(CultureInfo.InvariantCulture);
+}
