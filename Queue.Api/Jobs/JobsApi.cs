@@ -95,11 +95,11 @@ public static class JobsApi
             {
                 errors[$"documents[{i}].content"] = ["is required (base64)"];
             }
-            else if (!System.Buffers.Text.Base64.IsValid(d.Content, out var decoded))
+            else if (ReferenceEquals(d.Content, Base64ContentConverter.Invalid))
             {
                 errors[$"documents[{i}].content"] = ["is not valid base64"];
             }
-            else if (decoded > limits.Value.MaxDocumentBytes)
+            else if (d.Content.Length > limits.Value.MaxDocumentBytes)
             {
                 tooLarge ??= i;
             }

@@ -8,7 +8,7 @@ namespace Queue.Api.Jobs;
 public sealed record CreateJobRequest(string? Name, IReadOnlyList<string>? Tasks, bool? Open, IReadOnlyList<InlineDocumentRequest>? Documents);
 
 /// <param name="Content">The document's bytes, base64.</param>
-public sealed record InlineDocumentRequest(string? Name, string? ContentType, string? Content);
+public sealed record InlineDocumentRequest(string? Name, string? ContentType, [property: JsonConverter(typeof(Base64ContentConverter))] byte[]? Content);
 
 /// <summary>The job status plus the documents this request stored.</summary>
 public sealed record CreatedJobResponse(

@@ -150,8 +150,8 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
                 // insert moves LAST_INSERT_ID on.
                 var d = job.Documents[0];
                 batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertOneDocument, ("@JobId", id), ("@TenantId", job.TenantId), ("@Name", d.Name),
-                    ("@ContentType", d.ContentType), ("@Size", (long)job.Inline.Contents[0].Length), ("@Sha256", job.Inline.Hashes[0]), ("@Now", now)));
-                batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertOneContent, ("@Content", job.Inline.Contents[0])));
+                    ("@ContentType", d.ContentType), ("@Size", (long)job.Documents[0].Content.Length), ("@Sha256", job.Inline.Hashes[0]), ("@Now", now)));
+                batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertOneContent, ("@Content", job.Documents[0].Content)));
                 batch.BatchCommands.Add(new MySqlBatchCommand(JobSql.LastInsertId));
                 batch.BatchCommands.Add(job.Tasks.Count == 1
                     ? BatchCommand.Of(JobSql.InsertOneDocumentItem, ("@JobId", id), ("@Task", job.Tasks[0]), ("@Now", now))
@@ -181,14 +181,14 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
             if (job.Documents.Count == 1)
             {
                 var documentId = await rows.NextLongAsync(ct);
-                created[i] = [new CreatedDocument(documentId, job.Documents[0].Name, job.Inline.Contents[0].Length, Convert.ToHexStringLower(job.Inline.Hashes[0]))];
+                created[i] = [new CreatedDocument(documentId, job.Documents[0].Name, job.Documents[0].Content.Length, Convert.ToHexStringLower(job.Inline.Hashes[0]))];
                 continue;
             }
             await rows.NextAsync(ct);
             var docs = new List<CreatedDocument>(job.Documents.Count);
             for (var k = 0; await reader.ReadAsync(ct); k++)
             {
-                docs.Add(new CreatedDocument(reader.GetInt64(0), job.Documents[k].Name, job.Inline.Contents[k].Length, Convert.ToHexStringLower(job.Inline.Hashes[k])));
+                docs.Add(new CreatedDocument(reader.GetInt64(0), job.Documents[k].Name, job.Documents[k].Content.Length, Convert.ToHexStringLower(job.Inline.Hashes[k])));
             }
             created[i] = docs;
         }
@@ -205,7 +205,7 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
         {
             c.Parameters.AddWithValue(SqlRows.Parameter("@n", k), job.Documents[k].Name);
             c.Parameters.AddWithValue(SqlRows.Parameter("@t", k), job.Documents[k].ContentType);
-            c.Parameters.AddWithValue(SqlRows.Parameter("@s", k), (long)job.Inline.Contents[k].Length);
+            c.Parameters.AddWithValue(SqlRows.Parameter("@s", k), (long)job.Documents[k].Content.Length);
             c.Parameters.AddWithValue(SqlRows.Parameter("@h", k), job.Inline.Hashes[k]);
         }
         return c;
@@ -217,7 +217,7 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
         c.Parameters.AddWithValue("@JobId", id);
         for (var k = 0; k < job.Documents.Count; k++)
         {
-            c.Parameters.AddWithValue(SqlRows.Parameter("@c", k), job.Inline.Contents[k]);
+            c.Parameters.AddWithValue(SqlRows.Parameter("@c", k), job.Documents[k].Content);
         }
         return c;
     }

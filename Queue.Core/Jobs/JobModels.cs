@@ -88,8 +88,8 @@ public sealed record ItemInfo(long Id, long DocumentId, string Task, string Stat
 
 public sealed record Page<T>(IReadOnlyList<T> Rows, string? Next);
 
-/// <summary>A document of a new job whose bytes arrived inline, as base64 (already validated by the caller).</summary>
-public sealed record InlineDocument(string Name, string ContentType, string Base64);
+/// <summary>A document of a new job whose bytes arrived inline (decoded from base64 by the caller).</summary>
+public sealed record InlineDocument(string Name, string ContentType, byte[] Content);
 
 /// <summary>A document arriving as a stream (raw body or one multipart section).</summary>
 public sealed record IncomingDocument(string Name, string ContentType, Stream Body);

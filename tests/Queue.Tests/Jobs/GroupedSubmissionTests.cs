@@ -79,7 +79,7 @@ public sealed class GroupedSubmissionTests(ApiFixture fx) : IClassFixture<ApiFix
     {
         var (tenant, _) = await fx.NewCustomerAsync();
         var batcher = fx.Api.Services.GetRequiredService<SubmissionBatcher>();
-        PendingJob Job(long tenantId, int i) => new(tenantId, $"mixed-{i}", ["text"], false, [new InlineDocument($"d{i}", "text/plain", B64("x"))]);
+        PendingJob Job(long tenantId, int i) => new(tenantId, $"mixed-{i}", ["text"], false, [new InlineDocument($"d{i}", "text/plain", "x"u8.ToArray())]);
 
         // Tenant -1 does not exist: its jobs row breaks the foreign key, inside whatever group it lands in.
         var attempts = Enumerable.Range(0, 24).Select(i => batcher.CreateAsync(Job(i == 12 ? -1 : tenant.Id, i), default)).ToList();

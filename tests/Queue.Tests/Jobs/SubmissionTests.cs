@@ -154,6 +154,34 @@ public sealed class SubmissionTests(ApiFixture fx) : IClassFixture<ApiFixture>
     }
 
     [Fact]
+    public async Task Content_that_is_not_base64_is_named_with_the_other_errors_of_its_request()
+    {
+        var (_, key) = await fx.NewCustomerAsync();
+        var r = await fx.Api.ClientWithKey(key).PostAsync(U("/jobs"), Json("""
+            {"name":"","documents":[{"name":"a","content":"aGVsbG8="},{"name":"b","content":"not base64!"},{"name":"","content":"eA=="}]}
+            """));
+        await AssertProblemAsync(r, HttpStatusCode.BadRequest, "name", "documents[1].content", "documents[2].name");
+    }
+
+    [Fact]
+    public async Task Base64_content_wrapped_over_lines_is_stored_as_its_bytes()
+    {
+        var (_, key) = await fx.NewCustomerAsync();
+        var wrapped = Convert.ToBase64String(Encoding.UTF8.GetBytes(new string('w', 120)), Base64FormattingOptions.InsertLineBreaks)
+            .Replace("\r\n", "\n", StringComparison.Ordinal);
+        var r = await fx.Api.ClientWithKey(key).PostAsJsonAsync(U("/jobs"), new
+        {
+            name = "wrapped",
+            documents = new[] { new { name = "w.txt", content = wrapped[..40] + "\n" + wrapped[40..] }, new { name = "h.txt", content = B64("hello") } },
+        });
+        Assert.Equal(HttpStatusCode.Created, r.StatusCode);
+        var created = (await r.BodyAsync()).GetProperty("created").EnumerateArray().ToList();
+        Assert.Equal(120, created[0].GetProperty("size").GetInt64());
+        Assert.Equal(Convert.ToHexStringLower(SHA256.HashData(Encoding.UTF8.GetBytes(new string('w', 120)))), created[0].GetProperty("sha256").GetString());
+        Assert.Equal(Convert.ToHexStringLower(SHA256.HashData("hello"u8)), created[1].GetProperty("sha256").GetString());
+    }
+
+    [Fact]
     public async Task A_field_of_the_wrong_type_gets_400_naming_it()
     {
         var (_, key) = await fx.NewCustomerAsync();
