@@ -66,8 +66,8 @@ public static class ClaimBench
 
         // Figure 2: the same work through Queue.Api, each item claimed with POST /next (max 1) and completed.
         // --api-env K=V (repeatable) passes settings to Queue.Api, e.g. to compare GC or claim-ahead settings.
-        // The gen0 budget is read from the environment only; run.sh sets the same (see Queue.Api.csproj).
-        var apiEnv = new Dictionary<string, string> { ["DOTNET_GCgen0size"] = "0x200000" };
+        // The GC knobs are read from the environment only; run.sh sets the same (see Queue.Api.csproj).
+        var apiEnv = BenchEnvironment.ApiMemorySettings();
         for (var i = 0; i + 1 < args.Length; i++)
         {
             if (args[i] == "--api-env" && args[i + 1].Split('=', 2) is [var k, var v])

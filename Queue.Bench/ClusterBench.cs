@@ -53,9 +53,12 @@ public static class ClusterBench
             ["Cluster__HeartbeatSeconds"] = "1",
             ["Cluster__NodeTimeoutSeconds"] = "3",
             ["Logging__LogLevel__Default"] = "Warning",
-            ["DOTNET_GCgen0size"] = "0x200000",
             ["DOTNET_gcServer"] = "0",
         };
+        foreach (var (k, v) in BenchEnvironment.ApiMemorySettings())
+        {
+            settings[k] = v;
+        }
         var apis = Enumerable.Range(0, ApiCount).Select(_ => ServiceProcess.Start("Queue.Api", primary, settings)).ToList();
         try
         {

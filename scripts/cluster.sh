@@ -66,6 +66,7 @@ backend admin
 CFG
 
 export DOTNET_GCgen0size=${DOTNET_GCgen0size:-0x200000}
+export DOTNET_GCRegionSize=${DOTNET_GCRegionSize:-0x100000}
 health=()
 for i in "${!API_PORTS[@]}"; do
   start Queue.Api "http://127.0.0.1:${API_PORTS[$i]}" "Queue.Api-$((i + 1))"

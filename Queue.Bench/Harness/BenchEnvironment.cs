@@ -20,6 +20,16 @@ public sealed class BenchEnvironment : IAsyncDisposable
 
     private const string ServiceOverridePrefix = "QUEUE_BENCH_SVC_";
 
+    /// <summary>
+    /// The GC knobs run.sh exports for Queue.Api (the runtime reads them only from the environment): a 2 MB gen0 budget and
+    /// 1 MB GC regions. See Queue.Api.csproj for what each bought.
+    /// </summary>
+    public static Dictionary<string, string> ApiMemorySettings() => new()
+    {
+        ["DOTNET_GCgen0size"] = "0x200000",
+        ["DOTNET_GCRegionSize"] = "0x100000",
+    };
+
     public PrivateMariaDb Server { get; }
 
     public string ConnectionString { get; }
