@@ -45,7 +45,7 @@ public static class RewriteBench
         // The rewriter's own clock steps one period per rewrite, so each rewrite flips the mode and rewrites every lane.
         var clock = new SteppedClock(DateTimeOffset.UtcNow);
         var calendar = new OrderingCalendar(clock, Options.Create(new OrderingOptions()));
-        var rewriter = new OrderingRewriter(db, calendar, new OrderingLanes(calendar, clock), clock, NullLogger<OrderingRewriter>.Instance);
+        var rewriter = new OrderingRewriter(db, calendar, new OrderingLanes(calendar, clock), clock, Options.Create(new OrderingOptions()), NullLogger<OrderingRewriter>.Instance);
         async Task<RewriteResult> RewriteNextAsync()
         {
             var r = await rewriter.RewriteAsync("bench");
@@ -58,12 +58,15 @@ public static class RewriteBench
         var alone = Report.NewHistogram();
         var worst = TimeSpan.Zero;
         var ranked = 0;
+        var rankedAll = true;
         for (var i = 0; i < 4; i++)
         {
             var r = await RewriteNextAsync();
             alone.RecordValue((long)r.Duration.TotalMicroseconds);
             worst = r.Duration > worst ? r.Duration : worst;
             ranked = r.JobsRanked;
+            // A rewrite that ranks fewer jobs than were seeded did not do the work it is timed for.
+            rankedAll &= r.JobsRanked == jobs;
             Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
                 $"  rewrite to {r.Period.ModeName,-8}: {r.JobsRanked:N0} jobs ranked, {r.LanesUpdated:N0} lanes changed, {r.Duration.TotalMilliseconds:F0} ms"));
         }
@@ -78,12 +81,16 @@ public static class RewriteBench
         Report.Row($"(2) claims, {claimers} claimers, rewrites running", during.Rate, during.Latency, 0, "claims/s");
         Report.Row($"    the {during.Rewrites.TotalCount} rewrites under claim load", ranked / (during.Rewrites.GetMean() / 1e6), during.Rewrites, 0, "jobs/s");
 
-        report.Target($"rewrite-{jobs / 1000}k", string.Create(CultureInfo.InvariantCulture, $"{worst.TotalSeconds:F2} s worst of 4"), "< 2 s", worst < TimeSpan.FromSeconds(2));
+        // The goals: 100k jobs under 2 s, 1M under 20 s, so 20 us per job.
+        var goal = TimeSpan.FromSeconds(jobs * 20e-6);
+        var rankedNote = rankedAll ? "" : string.Create(CultureInfo.InvariantCulture, $", but a rewrite ranked {ranked:N0} of {jobs:N0} jobs");
+        report.Target($"rewrite-{jobs / 1000}k", string.Create(CultureInfo.InvariantCulture, $"{worst.TotalSeconds:F2} s worst of 4{rankedNote}"),
+            string.Create(CultureInfo.InvariantCulture, $"< {goal.TotalSeconds:0.#} s, every job ranked"), rankedAll && worst < goal);
         var p99Quiet = Report.P(quiet.Latency, 99);
         var p99During = Report.P(during.Latency, 99);
         var ratio = p99During / p99Quiet;
         report.Target("claim-p99-during-rewrite", string.Create(CultureInfo.InvariantCulture,
-            $"{p99During:F1} ms vs {p99Quiet:F1} ms without, {ratio:F2}x"), "<= 1.5x", ratio <= 1.5);
+            $"{p99During:F1} ms vs {p99Quiet:F1} ms without, {ratio:F2}x{rankedNote}"), "<= 1.5x", rankedAll && ratio <= 1.5);
         return report.Finish();
     }
 

@@ -39,7 +39,7 @@ public sealed class Simulation(Scenario scenario, string policy, string connecti
         var options = Options.Create(new OrderingOptions { Period = scenario.Period, Policy = policy == "tenant-fair" ? "tenant-fair" : "seed" });
         var calendar = new OrderingCalendar(clock, options);
         var lanes = new OrderingLanes(calendar, clock);
-        var rewriter = new OrderingRewriter(db, calendar, lanes, clock, NullLogger<OrderingRewriter>.Instance);
+        var rewriter = new OrderingRewriter(db, calendar, lanes, clock, options, NullLogger<OrderingRewriter>.Instance);
         ILaneSelector selector = policy switch
         {
             "tenant-fair" => new TenantFairLaneSelector(new FairShare(), clock),

@@ -3,6 +3,7 @@ using System.Text;
 using System.Text.Json;
 using Dapper;
 using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Options;
 using MySqlConnector;
 using Queue.Core.Audit;
 using Queue.Core.Data;
@@ -32,6 +33,7 @@ public sealed partial class OrderingRewriter(
     OrderingCalendar calendar,
     OrderingLanes lanes,
     TimeProvider clock,
+    IOptions<OrderingOptions> options,
     ILogger<OrderingRewriter> logger)
 {
     public const string Actor = "scheduler";
@@ -64,9 +66,7 @@ public sealed partial class OrderingRewriter(
 
         var expired = (await SwitchOffExpiredAsync(conn, tx, now, ct)).Count;
         var mode = period.ModeName;
-        await conn.ExecuteAsync(Cmd(RewriteSql.DropValues, null, tx, ct));
-        await conn.ExecuteAsync(Cmd(RewriteSql.CreateValues, null, tx, ct));
-        await conn.ExecuteAsync(Cmd(RewriteSql.FillValues, new { Mode = mode, Now = now }, tx, ct));
+        await FillValuesAsync(conn, tx, mode, now, ct);
         var removed = await conn.ExecuteAsync(Cmd(RewriteSql.RemoveFinished, null, tx, ct));
         var updated = await conn.ExecuteAsync(Cmd(RewriteSql.ApplyValues, new { Now = now }, tx, ct));
         var ranked = (int)await conn.ExecuteScalarAsync<long>(Cmd(RewriteSql.CountRanked, null, tx, ct));
@@ -87,6 +87,29 @@ public sealed partial class OrderingRewriter(
         elapsed = Stopwatch.GetElapsedTime(started);
         Rewritten(logger, period.Start, mode, ranked, updated, removed, expired, (long)elapsed.TotalMilliseconds);
         return new RewriteResult(period, false, ranked, updated, removed, expired, elapsed);
+    }
+
+    /// <summary>
+    /// Every job's new value, in a MEMORY table up to <see cref="OrderingOptions.RewriteMemoryBytes"/>; a queue too large
+    /// for it (error 1114, "table is full") is computed again in an InnoDB table. The rows a failed fill left are
+    /// dropped with the MEMORY table, which is not transactional; the transaction itself has written nothing yet.
+    /// </summary>
+    private async Task FillValuesAsync(MySqlConnection conn, MySqlTransaction tx, string mode, DateTime now, CancellationToken ct)
+    {
+        await conn.ExecuteAsync(Cmd(RewriteSql.DropValues, null, tx, ct));
+        await conn.ExecuteAsync(Cmd(RewriteSql.CapValuesMemory, new { Bytes = options.Value.RewriteMemoryBytes }, tx, ct));
+        await conn.ExecuteAsync(Cmd(RewriteSql.CreateValues, null, tx, ct));
+        try
+        {
+            await conn.ExecuteAsync(Cmd(RewriteSql.FillValues, new { Mode = mode, Now = now }, tx, ct));
+        }
+        catch (MySqlException e) when (e.ErrorCode == MySqlErrorCode.RecordFileFull)
+        {
+            ValuesOnDisk(logger, options.Value.RewriteMemoryBytes);
+            await conn.ExecuteAsync(Cmd(RewriteSql.DropValues, null, tx, ct));
+            await conn.ExecuteAsync(Cmd(RewriteSql.CreateValuesOnDisk, null, tx, ct));
+            await conn.ExecuteAsync(Cmd(RewriteSql.FillValues, new { Mode = mode, Now = now }, tx, ct));
+        }
     }
 
     /// <summary>
@@ -168,4 +191,7 @@ public sealed partial class OrderingRewriter(
 
     [LoggerMessage(EventId = 4002, Level = LogLevel.Information, Message = "The ordering for the {Mode} period starting {PeriodStart:o} was already rewritten; nothing to do")]
     private static partial void RewriteSkipped(ILogger logger, DateTimeOffset periodStart, string mode);
+
+    [LoggerMessage(EventId = 4003, Level = LogLevel.Warning, Message = "The rewrite's values outgrew {Bytes} bytes in memory (Ordering:RewriteMemoryBytes); computing them on disk")]
+    private static partial void ValuesOnDisk(ILogger logger, long bytes);
 }

@@ -117,6 +117,24 @@ public sealed class RewriteTests
     }
 
     [Fact]
+    public async Task A_queue_too_large_for_the_in_memory_working_table_is_rewritten_on_disk_with_every_job_ranked()
+    {
+        await using var db = await FreshDatabase.CreateAsync();
+        // 16 KiB (the smallest MEMORY table) holds a few hundred jobs' values; 3,000 fill it.
+        var bed = OrderingTestbed.At(db.DataSource, TenOClock, rewriteMemoryBytes: 16_384);
+        var tenant = await db.NewTenantAsync();
+        Assert.Equal(3000, await bed.BulkJobsAsync(tenant, 3000));
+
+        bed.AdvanceTo(OrderingMode.Oldest);
+        var r = await bed.Rewriter.RewriteAsync("test");
+
+        Assert.Equal(3000, r.JobsRanked);
+        Assert.Equal(3000, r.LanesUpdated);
+        var values = (await bed.ValuesByJobAsync()).OrderBy(v => v.Key).Select(v => v.Value).ToList();
+        Assert.Equal(Enumerable.Range(0, 3000).Select(rank => (10000L + (5L * rank), "oldest")), values);
+    }
+
+    [Fact]
     public async Task An_active_override_keeps_its_priority_in_both_modes_until_it_expires()
     {
         await using var db = await FreshDatabase.CreateAsync();
