@@ -150,8 +150,8 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
                 // insert moves LAST_INSERT_ID on.
                 var d = job.Documents[0];
                 batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertOneDocument, ("@JobId", id), ("@TenantId", job.TenantId), ("@Name", d.Name),
-                    ("@ContentType", d.ContentType), ("@Size", (long)job.Documents[0].Content.Length), ("@Sha256", job.Inline.Hashes[0]), ("@Now", now)));
-                batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertOneContent, ("@Content", job.Documents[0].Content)));
+                    ("@ContentType", d.ContentType), ("@Size", (long)d.Content.Length), ("@Sha256", job.Inline.Hashes[0]), ("@Now", now)));
+                batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertOneContent, ("@Content", d.Content)));
                 batch.BatchCommands.Add(new MySqlBatchCommand(JobSql.LastInsertId));
                 batch.BatchCommands.Add(job.Tasks.Count == 1
                     ? BatchCommand.Of(JobSql.InsertOneDocumentItem, ("@JobId", id), ("@Task", job.Tasks[0]), ("@Now", now))
