@@ -15,7 +15,7 @@ public static class RewriteSql
 
     /// <summary>
     /// The cap of the in-memory working table below (the session's MEMORY table size; the server's default is 16 MiB,
-    /// about 230,000 jobs). Set before CREATE, which fixes the table's cap.
+    /// about 200,000 jobs). Set before CREATE, which fixes the table's cap.
     /// </summary>
     public const string CapValuesMemory = "SET SESSION max_heap_table_size = @Bytes";
 
