@@ -3,9 +3,10 @@ using System.Security.Cryptography;
 namespace Queue.Core.Jobs;
 
 /// <summary>
-/// What a new job's inline documents need besides their bytes before they go into MySQL (their SHA-256 hashes, in request
-/// order, and their size for the group's cap). The bytes go in as binary parameters of multi-row VALUES (<see cref="Sql.JobSql.InsertInlineDocuments"/>), not as JSON for the server to
-/// shred: see docs/DESIGN.md "Grouped submissions".
+/// What a new job's inline documents need besides their bytes before they go into MySQL: their SHA-256 hashes, in
+/// request order, and their size for the group's cap. The bytes go in as binary parameters of multi-row VALUES
+/// (<see cref="Sql.JobSql.InsertInlineDocuments"/>), not as JSON for the server to shred: see docs/DESIGN.md
+/// "Grouped submissions".
 /// </summary>
 internal sealed class InlineBatch
 {

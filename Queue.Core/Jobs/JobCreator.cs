@@ -181,19 +181,23 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
             if (job.Documents.Count == 1)
             {
                 var documentId = await rows.NextLongAsync(ct);
-                created[i] = [new CreatedDocument(documentId, job.Documents[0].Name, job.Documents[0].Content.Length, Convert.ToHexStringLower(job.Inline.Hashes[0]))];
+                created[i] = [Created(job, 0, documentId)];
                 continue;
             }
             await rows.NextAsync(ct);
             var docs = new List<CreatedDocument>(job.Documents.Count);
             for (var k = 0; await reader.ReadAsync(ct); k++)
             {
-                docs.Add(new CreatedDocument(reader.GetInt64(0), job.Documents[k].Name, job.Documents[k].Content.Length, Convert.ToHexStringLower(job.Inline.Hashes[k])));
+                docs.Add(Created(job, k, reader.GetInt64(0)));
             }
             created[i] = docs;
         }
         return (facts, created);
     }
+
+    /// <summary>The answer's entry for a job's <paramref name="k"/>-th document: its new id with what the request sent.</summary>
+    private static CreatedDocument Created(PendingJob job, int k, long id) =>
+        new(id, job.Documents[k].Name, job.Documents[k].Content.Length, Convert.ToHexStringLower(job.Inline.Hashes[k]));
 
     private static MySqlBatchCommand DocumentRows(PendingJob job, long id, DateTime now)
     {
