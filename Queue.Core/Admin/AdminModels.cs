@@ -111,7 +111,11 @@ public sealed class LaneInfo
 {
     public string Task { get; init; } = "";
 
-    public long Value { get; init; }
+    /// <summary>The value as stored, band included: what positions compare.</summary>
+    public long Stored { get; init; }
+
+    /// <summary>The value as shown (<see cref="Ordering.OrderingBand"/>).</summary>
+    public long Value => Ordering.OrderingBand.Shown(Stored);
 
     public string Mode { get; init; } = "";
 

@@ -62,7 +62,7 @@ public sealed class AdminQueries(MySqlDataSource db, ReadSource reads, OrderingC
             {
                 continue; // removed by retention since the lanes were read
             }
-            entries.Add(new QueueEntry(pos, job, r.Value, modes.GetValueOrDefault(r.JobId, "?"), r.Blocked, claimable, r.AvailableAt, r.Tasks,
+            entries.Add(new QueueEntry(pos, job, OrderingBand.Shown(r.Value), modes.GetValueOrDefault(r.JobId, "?"), r.Blocked, claimable, r.AvailableAt, r.Tasks,
                 overrides.GetValueOrDefault(r.JobId)));
         }
         QueueCursor? next = null;
@@ -71,16 +71,21 @@ public sealed class AdminQueries(MySqlDataSource db, ReadSource reads, OrderingC
             var last = rows[^1];
             next = new QueueCursor(last.Blocked, last.Value, last.JobId, position);
         }
-        var lowest = await conn.ExecuteScalarAsync<long?>(new CommandDefinition(AdminSql.LowestValue, cancellationToken: ct));
-        return new QueuePage(entries, next, lowest);
+        return new QueuePage(entries, next, await LowestValueAsync(conn, ct));
     }
 
     /// <summary>The lowest value among unblocked jobs: an override below it puts a job first.</summary>
     public async Task<long?> LowestValueAsync(CancellationToken ct)
     {
         await using var conn = await reads.OpenAsync(ct);
-        return await conn.ExecuteScalarAsync<long?>(new CommandDefinition(AdminSql.LowestValue, cancellationToken: ct));
+        return await LowestValueAsync(conn, ct);
     }
+
+    /// <summary>As a technician enters it: an override's priority, so without the band (<see cref="OrderingBand"/>).</summary>
+    private static async Task<long?> LowestValueAsync(MySqlConnection conn, CancellationToken ct) =>
+        await conn.ExecuteScalarAsync<long?>(new CommandDefinition(AdminSql.LowestValue, cancellationToken: ct)) is { } lowest
+            ? OrderingBand.Shown(lowest)
+            : null;
 
     /// <summary>Newest jobs first; the next page starts before the last id returned.</summary>
     public async Task<(IReadOnlyList<AdminJob> Jobs, long? NextBefore)> RecentJobsAsync(long before, int limit, CancellationToken ct)
@@ -120,7 +125,7 @@ public sealed class AdminQueries(MySqlDataSource db, ReadSource reads, OrderingC
         if (laneList.Count > 0 && !laneList[0].Blocked && laneList.Min(l => l.AvailableAt) <= now)
         {
             // The customer status's rule (docs/CONTRACT.md "GET /jobs/{id}"): exact up to 1,000 ahead, an index-dive estimate beyond.
-            var ahead = await QueuePosition.AheadAsync(conn, jobId, laneList[0].Value, laneList.Count, now, _ => Task.FromResult(0d), ct);
+            var ahead = await QueuePosition.AheadAsync(conn, jobId, laneList[0].Stored, laneList.Count, now, _ => Task.FromResult(0d), ct);
             position = (int)Math.Min(int.MaxValue, ahead.Jobs + 1);
             lowerBound = !ahead.Exact;
         }

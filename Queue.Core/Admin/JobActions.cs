@@ -241,7 +241,7 @@ public sealed class JobActions(MySqlDataSource db, OrderingLanes lanes, TimeProv
             job.ItemsTotal - job.ItemsDone - job.ItemsDead - job.ItemsCancelled,
             job.ItemsDead,
             job.ItemsCancelled,
-            lane?.Value,
+            lane is null ? null : OrderingBand.Shown(lane.Value),
             lane?.Mode,
             ov is null ? null : new OverrideSnapshot(ov.Priority, ov.Reason, ov.ExpiresAt, ov.SetBy));
     }

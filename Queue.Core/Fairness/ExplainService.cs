@@ -66,7 +66,7 @@ public sealed class ExplainService(MySqlDataSource db, TimeProvider clock, Order
         {
             var why = lane.Blocked == 1 ? "A technician blocked the job: it is not handed out until unblocked."
                 : "Every item of the job is leased or waiting out a retry backoff: nothing is ready right now.";
-            return new JobExplanation(jobId, null, true, policy, mode, value, ov is not null, ov?.ExpiresAt, lane.Blocked == 1, 0, none, next, null, why);
+            return new JobExplanation(jobId, null, true, policy, mode, OrderingBand.Shown(value), ov is not null, ov?.ExpiresAt, lane.Blocked == 1, 0, none, next, null, why);
         }
 
         AheadReasons reasons;
@@ -128,7 +128,7 @@ public sealed class ExplainService(MySqlDataSource db, TimeProvider clock, Order
                 eta = new EtaRange(now.AddSeconds(Math.Ceiling(earliest)), now.AddSeconds(Math.Ceiling(latest)), rate);
             }
         }
-        return new JobExplanation(jobId, ahead + 1, exact, policy, mode, value, isOverride, ov?.ExpiresAt, false, ahead, reasons, next, eta,
+        return new JobExplanation(jobId, ahead + 1, exact, policy, mode, OrderingBand.Shown(value), isOverride, ov?.ExpiresAt, false, ahead, reasons, next, eta,
             Summarize(policy, mode, isOverride, reasons, next));
     }
 

@@ -168,7 +168,8 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
         }
         await using var reader = await batch.ExecuteReaderAsync(ct);
         var rows = new BatchResults(reader);
-        var nextOldest = await rows.NextLongAsync(ct);
+        await rows.NextRowAsync(ct);
+        var (nextOldest, band) = (rows.Reader.GetInt64(0), rows.Reader.GetInt32(1));
         for (var i = 0; i < jobs.Count; i++)
         {
             var job = jobs[i];
@@ -177,7 +178,7 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
                 continue;
             }
             // A new job has no override (none can name an id that did not exist), no lane yet, and is not blocked.
-            facts[i] = new PlacementFacts(job.TenantId, Blocked: 0, Active: job.ItemCount, OverridePriority: null, CurrentOldest: null, nextOldest);
+            facts[i] = new PlacementFacts(job.TenantId, Blocked: 0, band, Active: job.ItemCount, OverridePriority: null, CurrentOldest: null, nextOldest);
             if (job.Documents.Count == 1)
             {
                 var documentId = await rows.NextLongAsync(ct);

@@ -90,7 +90,7 @@ public sealed class JobStatusService(MySqlDataSource db, TimeProvider clock, Ord
         if (live && lane.Lanes > 0 && lane.Value is { } value)
         {
             var isOverride = lane.Mode == OrderingLanes.ModeOverride;
-            ordering = new OrderingInfo(isOverride ? mode : lane.Mode ?? mode, value, isOverride);
+            ordering = new OrderingInfo(isOverride ? mode : lane.Mode ?? mode, OrderingBand.Shown(value), isOverride);
             if (ready > 0 && lane.Blocked == 0 && lane.AnyClaimable == 1)
             {
                 var ahead = known is { } facts

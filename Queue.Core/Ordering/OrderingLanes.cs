@@ -61,17 +61,21 @@ public sealed class OrderingLanes(OrderingCalendar calendar, TimeProvider clock)
         return Provisional(facts, calendar.At(now).Mode);
     }
 
+    /// <summary>Stored values (band included): the oldest-first ones are read stored, the others are put in the band.</summary>
     private static (long Value, string Mode) Provisional(PlacementFacts f, OrderingMode mode) =>
-        f.OverridePriority is { } p ? (p, ModeOverride)
-        : mode == OrderingMode.Smallest ? (f.Active, "smallest")
+        f.OverridePriority is { } p ? (OrderingBand.Stored(f.Band, p), ModeOverride)
+        : mode == OrderingMode.Smallest ? (OrderingBand.Stored(f.Band, f.Active), "smallest")
         // Already placed in this oldest-first period: an upload does not move it back.
         : (f.CurrentOldest ?? f.NextOldest, "oldest");
 
 
     /// <summary>An override replaces the job's value at once, on every lane, not only at the next rewrite.</summary>
-    public Task ApplyOverrideAsync(MySqlConnection conn, MySqlTransaction tx, long jobId, long priority, CancellationToken ct) =>
-        conn.ExecuteAsync(new CommandDefinition(OrderingSql.SetJobValue,
-            new { JobId = jobId, Value = priority, Mode = ModeOverride, Now = clock.GetUtcNow().UtcDateTime }, tx, cancellationToken: ct));
+    public async Task ApplyOverrideAsync(MySqlConnection conn, MySqlTransaction tx, long jobId, long priority, CancellationToken ct)
+    {
+        var band = await BandAsync(conn, tx, ct);
+        await conn.ExecuteAsync(new CommandDefinition(OrderingSql.SetJobValue,
+            new { JobId = jobId, Value = OrderingBand.Stored(band, priority), Mode = ModeOverride, Now = clock.GetUtcNow().UtcDateTime }, tx, cancellationToken: ct));
+    }
 
     /// <summary>After an override is cleared or expires, the job goes back to its value in the current mode.</summary>
     public async Task ClearOverrideAsync(MySqlConnection conn, MySqlTransaction tx, long jobId, CancellationToken ct)
@@ -87,8 +91,17 @@ public sealed class OrderingLanes(OrderingCalendar calendar, TimeProvider clock)
         {
             (value, mode) = (await conn.ExecuteScalarAsync<long>(new CommandDefinition(OrderingSql.OldestRankValue, new { JobId = jobId }, tx, cancellationToken: ct)), "oldest");
         }
-        await conn.ExecuteAsync(new CommandDefinition(OrderingSql.SetJobValue, new { JobId = jobId, Value = value, Mode = mode, Now = now }, tx, cancellationToken: ct));
+        var band = await BandAsync(conn, tx, ct);
+        await conn.ExecuteAsync(new CommandDefinition(OrderingSql.SetJobValue,
+            new { JobId = jobId, Value = OrderingBand.Stored(band, value), Mode = mode, Now = now }, tx, cancellationToken: ct));
     }
+
+    /// <summary>
+    /// The current band, by a consistent read: a rewrite in progress is not waited for. A lane written in the old band
+    /// meanwhile is moved into the new one after the rewrite commits (<see cref="OrderingRewriter"/>).
+    /// </summary>
+    private static Task<int> BandAsync(MySqlConnection conn, MySqlTransaction tx, CancellationToken ct) =>
+        conn.ExecuteScalarAsync<int>(new CommandDefinition(OrderingSql.CurrentBand, null, tx, cancellationToken: ct));
 
     public Task SetBlockedAsync(MySqlConnection conn, MySqlTransaction tx, long jobId, bool blocked, CancellationToken ct) =>
         conn.ExecuteAsync(new CommandDefinition(OrderingSql.SetBlocked,
@@ -107,4 +120,5 @@ public sealed class OrderingLanes(OrderingCalendar calendar, TimeProvider clock)
 }
 
 /// <summary>What provisional placement reads about a job (<see cref="OrderingSql.PlacementFacts"/>).</summary>
-public sealed record PlacementFacts(long TenantId, sbyte Blocked, long Active, long? OverridePriority, long? CurrentOldest, long NextOldest);
+/// <param name="Band">The current band (<see cref="OrderingBand"/>); <paramref name="CurrentOldest"/> and <paramref name="NextOldest"/> are stored values.</param>
+public sealed record PlacementFacts(long TenantId, sbyte Blocked, int Band, long Active, long? OverridePriority, long? CurrentOldest, long NextOldest);

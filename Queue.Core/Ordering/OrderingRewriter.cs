@@ -13,6 +13,7 @@ namespace Queue.Core.Ordering;
 
 /// <param name="Skipped">The period had already been rewritten (by this or another Scheduler): nothing changed.</param>
 /// <param name="JobsRanked">Jobs with work that were given a value (overridden ones included).</param>
+/// <param name="Duration">The transaction and the move of lanes left in the old band after it (<see cref="OrderingBand"/>).</param>
 public sealed record RewriteResult(
     OrderingPeriod Period,
     bool Skipped,
@@ -44,8 +45,27 @@ public sealed partial class OrderingRewriter(
     /// (a takeover after a kill -9) still rewrites its own period before the boundaries after it fire: no period is
     /// left out. Idempotent: a period already in <c>rewrite_log</c> is skipped unless <paramref name="force"/>.
     /// </summary>
-    public Task<RewriteResult> RewriteAsync(string instance, DateTimeOffset? periodOf = null, bool force = false, CancellationToken ct = default) =>
-        Retry.OnDeadlockAsync(c => RewriteOnceAsync(instance, periodOf, force, c), ct);
+    public async Task<RewriteResult> RewriteAsync(string instance, DateTimeOffset? periodOf = null, bool force = false, CancellationToken ct = default)
+    {
+        var result = await Retry.OnDeadlockAsync(c => RewriteOnceAsync(instance, periodOf, force, c), ct);
+        if (!result.Skipped)
+        {
+            // Lanes written in the old band while the rewrite ran (created after its snapshot, or by a writer that read
+            // the band before the commit) would otherwise sit ahead of the whole new ordering until the next rewrite.
+            // Its own statement after the commit, retried alone; a writer still in flight now is caught by the next
+            // override sweep, which does the same.
+            var started = Stopwatch.GetTimestamp();
+            await Retry.OnDeadlockAsync(MoveIntoBandAsync, ct);
+            result = result with { Duration = result.Duration + Stopwatch.GetElapsedTime(started) };
+        }
+        return result;
+    }
+
+    private async Task<int> MoveIntoBandAsync(CancellationToken ct)
+    {
+        await using var conn = await db.OpenConnectionAsync(ct);
+        return await conn.ExecuteAsync(Cmd(RewriteSql.MoveToBand, null, null, ct));
+    }
 
     private async Task<RewriteResult> RewriteOnceAsync(string instance, DateTimeOffset? periodOf, bool force, CancellationToken ct)
     {
@@ -66,9 +86,14 @@ public sealed partial class OrderingRewriter(
 
         var expired = (await SwitchOffExpiredAsync(conn, tx, now, ct)).Count;
         var mode = period.ModeName;
-        await FillValuesAsync(conn, tx, mode, now, ct);
+        // The new ordering goes into the next band, so its uncommitted index entries sort after every committed one
+        // (OrderingBand); the 'rewrite' lock above makes this the only writer of the band.
+        var band = OrderingBand.Next(await conn.ExecuteScalarAsync<int>(Cmd(OrderingSql.CurrentBand, null, tx, ct)));
+        var bandBase = OrderingBand.Base(band);
+        await FillValuesAsync(conn, tx, mode, bandBase, now, ct);
         var removed = await conn.ExecuteAsync(Cmd(RewriteSql.RemoveFinished, null, tx, ct));
-        var updated = await conn.ExecuteAsync(Cmd(RewriteSql.ApplyValues, new { Now = now }, tx, ct));
+        var updated = await conn.ExecuteAsync(Cmd(RewriteSql.ApplyValues, new { Now = now, BandBase = bandBase }, tx, ct));
+        await conn.ExecuteAsync(Cmd(RewriteSql.SetBand, new { Band = band }, tx, ct));
         var ranked = (int)await conn.ExecuteScalarAsync<long>(Cmd(RewriteSql.CountRanked, null, tx, ct));
         await conn.ExecuteAsync(Cmd(RewriteSql.DropValues, null, tx, ct));
 
@@ -94,21 +119,21 @@ public sealed partial class OrderingRewriter(
     /// for it (error 1114, "table is full") is computed again in an InnoDB table. The rows a failed fill left are
     /// dropped with the MEMORY table, which is not transactional; the transaction itself has written nothing yet.
     /// </summary>
-    private async Task FillValuesAsync(MySqlConnection conn, MySqlTransaction tx, string mode, DateTime now, CancellationToken ct)
+    private async Task FillValuesAsync(MySqlConnection conn, MySqlTransaction tx, string mode, long bandBase, DateTime now, CancellationToken ct)
     {
         await conn.ExecuteAsync(Cmd(RewriteSql.DropValues, null, tx, ct));
         await conn.ExecuteAsync(Cmd(RewriteSql.CapValuesMemory, new { Bytes = options.Value.RewriteMemoryBytes }, tx, ct));
         await conn.ExecuteAsync(Cmd(RewriteSql.CreateValues, null, tx, ct));
         try
         {
-            await conn.ExecuteAsync(Cmd(RewriteSql.FillValues, new { Mode = mode, Now = now }, tx, ct));
+            await conn.ExecuteAsync(Cmd(RewriteSql.FillValues, new { Mode = mode, BandBase = bandBase, Now = now }, tx, ct));
         }
         catch (MySqlException e) when (e.ErrorCode == MySqlErrorCode.RecordFileFull)
         {
             ValuesOnDisk(logger, options.Value.RewriteMemoryBytes);
             await conn.ExecuteAsync(Cmd(RewriteSql.DropValues, null, tx, ct));
             await conn.ExecuteAsync(Cmd(RewriteSql.CreateValuesOnDisk, null, tx, ct));
-            await conn.ExecuteAsync(Cmd(RewriteSql.FillValues, new { Mode = mode, Now = now }, tx, ct));
+            await conn.ExecuteAsync(Cmd(RewriteSql.FillValues, new { Mode = mode, BandBase = bandBase, Now = now }, tx, ct));
         }
     }
 
@@ -139,6 +164,9 @@ public sealed partial class OrderingRewriter(
                     }
                 }
             }
+            // Also the second chance for lanes a rewrite's own move missed (written in the old band by a writer that
+            // committed after it).
+            await conn.ExecuteAsync(Cmd(RewriteSql.MoveToBand, null, tx, c));
             await tx.CommitAsync(c);
             return expired.Count;
         }, ct);
@@ -181,7 +209,7 @@ public sealed partial class OrderingRewriter(
         return Encoding.UTF8.GetString(buffer.ToArray());
     }
 
-    private static CommandDefinition Cmd(string sql, object? args, MySqlTransaction tx, CancellationToken ct) =>
+    private static CommandDefinition Cmd(string sql, object? args, MySqlTransaction? tx, CancellationToken ct) =>
         new(sql, args, tx, cancellationToken: ct);
 
     private sealed record ExpiredOverride(long Id, long JobId, long Priority, string Reason, DateTime ExpiresAt);

@@ -108,7 +108,7 @@ public static class AdminSql
     public const string LowestValue = "SELECT MIN(value) FROM ordering WHERE blocked = 0";
 
     public const string LanesOfJob = """
-        SELECT task AS Task, value AS Value, mode AS Mode, blocked AS Blocked, available_at AS AvailableAt, updated_at AS UpdatedAt
+        SELECT task AS Task, value AS Stored, mode AS Mode, blocked AS Blocked, available_at AS AvailableAt, updated_at AS UpdatedAt
         FROM ordering WHERE job_id = @JobId ORDER BY task
         """;
 

@@ -10,10 +10,11 @@ public static class OrderingSql
 
     /// <summary>
     /// Everything provisional placement needs, in one round trip. MaxOldest reads the top of ix_ordering_mode
-    /// (blocked, mode, value) once per blocked value, so it never scans the ordering.
+    /// (blocked, mode, value) once per blocked value, so it never scans the ordering. Values read here are stored
+    /// values (band included); the band is read for the values the caller computes.
     /// </summary>
     public const string PlacementFacts = """
-        SELECT j.tenant_id AS TenantId, j.blocked AS Blocked,
+        SELECT j.tenant_id AS TenantId, j.blocked AS Blocked, (SELECT band FROM ordering_band WHERE id = 1) AS Band,
                j.items_total - j.items_done - j.items_dead - j.items_cancelled AS Active,
                (SELECT priority FROM overrides WHERE job_id = @JobId AND active = 1 AND expires_at > @Now ORDER BY id DESC LIMIT 1) AS OverridePriority,
                (SELECT value FROM ordering WHERE job_id = @JobId AND mode = 'oldest' LIMIT 1) AS CurrentOldest,
@@ -25,14 +26,23 @@ public static class OrderingSql
     /// its active items, no override and no lane yet. One read serves a whole group of new jobs, as before: every job
     /// of a group read it before any of the group's lanes went in.
     /// </summary>
-    public const string NextOldest = "SELECT " + NextOldestValue;
+    public const string NextOldest = "SELECT " + NextOldestValue + " AS NextOldest, " + Band + " AS Band";
 
-    /// <summary>The next oldest-first value: 5 past the highest one, blocked or not (two descents of ix_ordering_mode).</summary>
+    /// <summary>
+    /// The next oldest-first stored value: 5 past the highest one, blocked or not (two descents of ix_ordering_mode), or
+    /// the first one (10000) of the current band. 4398046511104 is 2^42, one band (<see cref="Ordering.OrderingBand"/>).
+    /// </summary>
     private const string NextOldestValue = """
         GREATEST(
-                 COALESCE((SELECT MAX(value) FROM ordering WHERE blocked = 0 AND mode = 'oldest'), 9995),
-                 COALESCE((SELECT MAX(value) FROM ordering WHERE blocked = 1 AND mode = 'oldest'), 9995)) + 5
+                 COALESCE((SELECT MAX(value) FROM ordering WHERE blocked = 0 AND mode = 'oldest'), 0),
+                 COALESCE((SELECT MAX(value) FROM ordering WHERE blocked = 1 AND mode = 'oldest'), 0),
+                 (SELECT band FROM ordering_band WHERE id = 1) * 4398046511104 + 9995) + 5
         """;
+
+    /// <summary>The current band (one primary-key read, a consistent read that never waits for a rewrite).</summary>
+    public const string CurrentBand = "SELECT " + Band;
+
+    private const string Band = "(SELECT band FROM ordering_band WHERE id = 1)";
 
     public const string ActiveOverride = """
         SELECT priority FROM overrides WHERE job_id = @JobId AND active = 1 AND expires_at > @Now ORDER BY id DESC LIMIT 1

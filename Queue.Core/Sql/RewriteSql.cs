@@ -42,6 +42,7 @@ public static class RewriteSql
     /// Computes every job's new value from the jobs counters: smallest-first is the job's items not yet done, dead or
     /// cancelled; oldest-first is 10000 + 5 * rank by age (job id, so ties and provisional values agree with
     /// OrderingLanes), rank 0 being the oldest job with work; the newest active unexpired override wins over both.
+    /// Each is stored in the rewrite's new band (@BandBase, <see cref="Ordering.OrderingBand"/>).
     /// Jobs that are cancelled or have no work left are kept with has_work = 0 so their lanes can be removed.
     /// seen_mode is the lanes' mode as this snapshot saw it, to detect overrides applied or cleared meanwhile.
     /// STRAIGHT_JOIN keeps the lanes' GROUP BY materialised first: with it joined after jobs, MariaDB 10.11.19 chose a
@@ -53,9 +54,9 @@ public static class RewriteSql
         INSERT INTO rewrite_values (job_id, has_work, value, mode, seen_mode)
         SELECT r.job_id, r.has_work,
                CASE WHEN r.has_work = 0 THEN 0
-                    WHEN r.priority IS NOT NULL THEN r.priority
-                    WHEN @Mode = 'smallest' THEN r.remaining
-                    ELSE 10000 + 5 * (r.age_rank - 1) END,
+                    WHEN r.priority IS NOT NULL THEN @BandBase + r.priority
+                    WHEN @Mode = 'smallest' THEN @BandBase + r.remaining
+                    ELSE @BandBase + 10000 + 5 * (r.age_rank - 1) END,
                CASE WHEN r.has_work = 0 THEN ''
                     WHEN r.priority IS NOT NULL THEN 'override'
                     ELSE @Mode END,
@@ -93,20 +94,42 @@ public static class RewriteSql
         """;
 
     /// <summary>
-    /// Writes the new values. Only lanes whose value or mode changes are touched (fewer row locks, and a rerun
-    /// changes nothing). A lane is left alone when a technician changed its override since the snapshot: its mode
-    /// moved to or from 'override' meanwhile, or it is an override lane and the override still stands (override
-    /// values are set by the technician's own transaction at once). Lanes created after the snapshot are not in
-    /// rewrite_values and keep their provisional value.
+    /// Writes the new values, every one in the new band, so each lane moves (a rerun of the same period moves them
+    /// again, into the band after). A lane is left alone when a technician changed its override since the snapshot:
+    /// its mode moved to or from 'override' meanwhile; <see cref="MoveToBand"/> then moves it into the new band as it
+    /// stands. An override lane whose override still stands keeps the technician's priority as the lane carries it now
+    /// (set by the technician's own transaction at once), moved into the new band. Lanes created after the snapshot are
+    /// not in rewrite_values and keep their provisional value, moved into the band by <see cref="MoveToBand"/>.
+    /// 4398046511104 is 2^42 (one band), 2199023255552 half of it: value minus its band is the priority.
     /// </summary>
     public const string ApplyValues = """
         UPDATE ordering o
         JOIN rewrite_values v ON v.job_id = o.job_id
-        SET o.value = v.value, o.mode = v.mode, o.updated_at = @Now
+        SET o.value = IF(o.mode = 'override' AND v.mode = 'override',
+                         o.value - ((o.value + 2199023255552) DIV 4398046511104) * 4398046511104 + @BandBase,
+                         v.value),
+            o.mode = v.mode, o.updated_at = @Now
         WHERE v.has_work = 1
           AND (o.value <> v.value OR o.mode <> v.mode)
           AND (o.mode = v.seen_mode OR (o.mode <> 'override' AND v.seen_mode <> 'override'))
-          AND NOT (o.mode = 'override' AND v.mode = 'override')
+        """;
+
+    /// <summary>Only a rewrite moves the band, inside its transaction, under the 'rewrite' lock.</summary>
+    public const string SetBand = "UPDATE ordering_band SET band = @Band WHERE id = 1";
+
+    /// <summary>
+    /// Moves every lane stored outside the current band into it, keeping its value (the priority, count or rank it
+    /// carries): lanes a rewrite did not write because they were created after its snapshot, or written in the old band
+    /// by a writer that read the band before the rewrite committed. The band is read in the statement (a const table),
+    /// so a rewrite committed meanwhile is never undone. Two ranges of ix_ordering_any per blocked value, below and
+    /// above the band: empty but for those stragglers once purge has removed the rewrite's old entries.
+    /// </summary>
+    public const string MoveToBand = """
+        UPDATE ordering o
+        JOIN ordering_band b ON b.id = 1
+        SET o.value = o.value - ((o.value + 2199023255552) DIV 4398046511104) * 4398046511104 + b.band * 4398046511104
+        WHERE o.blocked IN (0, 1)
+          AND (o.value < b.band * 4398046511104 - 2199023255552 OR o.value >= b.band * 4398046511104 + 2199023255552)
         """;
 
     public const string CountRanked = "SELECT COUNT(*) FROM rewrite_values WHERE has_work = 1";

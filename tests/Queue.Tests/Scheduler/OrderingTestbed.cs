@@ -127,7 +127,14 @@ internal sealed class OrderingTestbed
     public async Task<List<Lane>> LanesAsync()
     {
         await using var conn = await Db.OpenConnectionAsync();
-        return (await conn.QueryAsync<Lane>("SELECT job_id AS JobId, task AS Task, value AS Value, mode AS Mode FROM ordering ORDER BY job_id, task")).AsList();
+        return (await conn.QueryAsync<Lane>("SELECT job_id AS JobId, task AS Task, " + LaneValueSql.Shown + " AS Value, mode AS Mode FROM ordering ORDER BY job_id, task")).AsList();
+    }
+
+    /// <summary>The values as stored, band included (<see cref="OrderingBand"/>).</summary>
+    public async Task<List<long>> StoredValuesAsync()
+    {
+        await using var conn = await Db.OpenConnectionAsync();
+        return (await conn.QueryAsync<long>("SELECT value FROM ordering ORDER BY job_id, task")).AsList();
     }
 
     public async Task<Dictionary<long, (long Value, string Mode)>> ValuesByJobAsync()
@@ -152,9 +159,9 @@ internal sealed class OrderingTestbed
             WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < @Count)
             SELECT @TenantId, CONCAT('bulk-', n), 1, @Task, 1 + n % 7, 1 + n % 7, @Now, @Now FROM s
             """, new { TenantId = tenantId, Count = count, Task = task, Now = now }, commandTimeout: 300);
-        return await conn.ExecuteAsync("""
+        return await conn.ExecuteAsync($"""
             INSERT INTO ordering (job_id, task, tenant_id, value, mode, blocked, available_at, updated_at)
-            SELECT id, @Task, tenant_id, items_total, 'smallest', 0, @Now, @Now FROM jobs
+            SELECT id, @Task, tenant_id, items_total + {LaneValueSql.BandBase}, 'smallest', 0, @Now, @Now FROM jobs
             WHERE tenant_id = @TenantId AND name LIKE 'bulk-%'
             """, new { TenantId = tenantId, Task = task, Now = now }, commandTimeout: 300);
     }

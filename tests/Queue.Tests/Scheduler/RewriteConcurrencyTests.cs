@@ -57,6 +57,46 @@ public sealed class RewriteConcurrencyTests
     }
 
     [Fact]
+    public async Task An_open_rewrite_writes_every_new_value_after_every_committed_one_so_the_claim_walk_never_meets_them()
+    {
+        await using var db = await FreshDatabase.CreateAsync();
+        var bed = OrderingTestbed.At(db.DataSource, TenOClock.AddHours(1));
+        var tenant = await db.NewTenantAsync();
+        await bed.BulkJobsAsync(tenant, 3000);
+        await bed.Rewriter.RewriteAsync("test"); // oldest-first: values 10000 + 5 * rank
+
+        // Oldest to smallest is the direction whose new values (1..7) are lower than the committed ones: without bands
+        // the open rewrite's entries sit at the head of every claim walk. Holding the band row keeps the rewrite open
+        // after its lanes are written (and a rewrite that never writes the band commits, and fails the test).
+        await using var holder = await db.DataSource.OpenConnectionAsync();
+        var hold = await holder.BeginReadCommittedAsync(default);
+        var committedMax = await holder.ExecuteScalarAsync<long>("SELECT MAX(value) FROM ordering", transaction: hold);
+        await holder.ExecuteAsync("SELECT * FROM ordering_band WHERE id = 1 FOR UPDATE", transaction: hold);
+        bed.AdvanceTo(OrderingMode.Smallest);
+        var rewrite = bed.Rewriter.RewriteAsync("test");
+
+        await using (var reader = await db.DataSource.OpenConnectionAsync())
+        {
+            await reader.ExecuteAsync("SET SESSION TRANSACTION ISOLATION LEVEL READ UNCOMMITTED");
+            var written = new List<long>();
+            for (var i = 0; i < 400 && written.Count < 3000 && !rewrite.IsCompleted; i++)
+            {
+                await Task.Delay(25);
+                written = (await reader.QueryAsync<long>("SELECT value FROM ordering WHERE mode = 'smallest'")).AsList();
+            }
+            Assert.Equal(3000, written.Count);
+            Assert.All(written, v => Assert.True(v > committedMax, $"uncommitted value {v} sorts before committed {committedMax}"));
+            Assert.Equal("oldest", await reader.ExecuteScalarAsync<string>("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; SELECT MIN(mode) FROM ordering"));
+        }
+
+        await hold.CommitAsync();
+        await rewrite;
+        var values = await bed.ValuesByJobAsync();
+        Assert.All(values.Values, v => Assert.Equal("smallest", v.Mode));
+        Assert.All(values.Values, v => Assert.InRange(v.Value, 1, 7));
+    }
+
+    [Fact]
     public async Task Readers_during_a_series_of_rewrites_always_see_one_complete_ordering()
     {
         await using var db = await FreshDatabase.CreateAsync();
@@ -71,7 +111,7 @@ public sealed class RewriteConcurrencyTests
             await using var conn = await db.DataSource.OpenConnectionAsync();
             while (!stop.IsCancellationRequested)
             {
-                snapshots.Add((await conn.QueryAsync<(string, long, long)>("SELECT mode, COUNT(*), MIN(value) FROM ordering GROUP BY mode")).AsList());
+                snapshots.Add((await conn.QueryAsync<(string, long, long)>("SELECT mode, COUNT(*), MIN(" + LaneValueSql.Shown + ") FROM ordering GROUP BY mode")).AsList());
             }
         });
         for (var i = 0; i < 8; i++)

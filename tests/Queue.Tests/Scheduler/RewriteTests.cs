@@ -200,6 +200,30 @@ public sealed class RewriteTests
     }
 
     [Fact]
+    public async Task A_lane_written_in_the_old_band_during_a_rewrite_is_moved_into_the_new_band_with_its_value()
+    {
+        await using var db = await FreshDatabase.CreateAsync();
+        var bed = OrderingTestbed.At(db.DataSource, TenOClock.AddHours(1)); // oldest-first
+        var tenant = await db.NewTenantAsync();
+        var older = await bed.NewJobAsync(tenant, 3);
+        var late = await bed.NewJobAsync(tenant, 5);
+        await bed.Rewriter.RewriteAsync("test");
+        bed.AdvanceTo(OrderingMode.Smallest);
+        await bed.Rewriter.RewriteAsync("test");
+        var stored = await bed.StoredValuesAsync();
+
+        // What a writer that read the band just before a rewrite committed leaves behind: its lane, one band too low,
+        // ahead of the whole ordering.
+        await using var conn = await db.DataSource.OpenConnectionAsync();
+        await conn.ExecuteAsync("UPDATE ordering SET value = value - 4398046511104 WHERE job_id = @Id", new { Id = late });
+        Assert.Equal(late, await conn.ExecuteScalarAsync<long>("SELECT job_id FROM ordering ORDER BY value, job_id LIMIT 1"));
+
+        await bed.Rewriter.ExpireOverridesAsync();
+        Assert.Equal(stored, await bed.StoredValuesAsync());
+        Assert.Equal(older, await conn.ExecuteScalarAsync<long>("SELECT job_id FROM ordering ORDER BY value, job_id LIMIT 1"));
+    }
+
+    [Fact]
     public async Task Lanes_of_jobs_with_no_work_left_and_of_cancelled_jobs_are_removed()
     {
         await using var db = await FreshDatabase.CreateAsync();
@@ -241,7 +265,8 @@ public sealed class RewriteTests
         Assert.False(first.Skipped);
         Assert.True(again.Skipped);
         Assert.False(forced.Skipped);
-        Assert.Equal(0, forced.LanesUpdated);
+        // A forced rerun moves every lane into the next band (OrderingBand), with the same values.
+        Assert.Equal(5, forced.LanesUpdated);
         Assert.Equal(lanes, await bed.LanesAsync());
         await using var conn = await db.DataSource.OpenConnectionAsync();
         string[] instances = ["a", "c"];

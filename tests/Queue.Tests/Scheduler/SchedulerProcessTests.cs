@@ -215,8 +215,8 @@ public sealed class SchedulerProcessTests
         await conn.ExecuteAsync("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
         await conn.ExecuteAsync("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY");
         var last = await conn.QueryFirstOrDefaultAsync<(string Mode, int Ranked)?>("SELECT mode, jobs_ranked FROM rewrite_log ORDER BY id DESC LIMIT 1");
-        var rows = (await conn.QueryAsync<(long JobId, long Value, string Mode, long Remaining)>("""
-            SELECT o.job_id, o.value, o.mode, j.items_total - j.items_done - j.items_dead - j.items_cancelled
+        var rows = (await conn.QueryAsync<(long JobId, long Value, string Mode, long Remaining)>($"""
+            SELECT o.job_id, {LaneValueSql.Shown}, o.mode, j.items_total - j.items_done - j.items_dead - j.items_cancelled
             FROM ordering o JOIN jobs j ON j.id = o.job_id ORDER BY o.job_id
             """)).AsList();
         await conn.ExecuteAsync("COMMIT");
