@@ -12,7 +12,7 @@ namespace Queue.Core.Claims;
 /// answer. Lanes the claim emptied get their hint here, so the next claims skip them inside the index instead of
 /// probing them.
 /// </summary>
-internal sealed class ClaimClosing
+internal sealed class ClaimClosing(HeldLanes held)
 {
     private readonly ConcurrentDictionary<long, string> tenantNames = new();
 
@@ -59,7 +59,7 @@ internal sealed class ClaimClosing
         }
     }
 
-    private static async Task<(List<(long JobId, string Task, DateTime? NextDue)> Hints, Dictionary<long, DocRow> Docs)> ReadLanesAndDocumentsAsync(
+    private async Task<(List<(long JobId, string Task, DateTime? NextDue)> Hints, Dictionary<long, DocRow> Docs)> ReadLanesAndDocumentsAsync(
         MySqlConnection conn, MySqlTransaction tx, List<MySqlBatchCommand> writes, List<(long JobId, string Task)> lanes, List<long> documents,
         DateTime now, CancellationToken ct)
     {
@@ -92,9 +92,18 @@ internal sealed class ClaimClosing
             }
             DateTime? due = await results.NextRowAsync(ct) && !await reader.IsDBNullAsync(0, ct) ? reader.GetDateTime(0) : null;
             // A lane with an item due now is claimable as it stands: nothing to write.
-            if (locked && (due is null || due > now))
+            if (due is null || due > now)
             {
-                hints.Add((jobId, task, due));
+                if (locked)
+                {
+                    hints.Add((jobId, task, due));
+                }
+                else
+                {
+                    // Held by another transaction, which sets the hint itself if it changes the lane; until then (or
+                    // until its next item falls due) this process's claims need not probe it again.
+                    held.Add(jobId, task, due, now);
+                }
             }
         }
         foreach (var id in documents)

@@ -20,7 +20,8 @@ public sealed class ClaimEngine
     {
         this.db = db;
         this.clock = clock;
-        taker = new ItemTaker(selector, counters, new ClaimClosing());
+        var held = new HeldLanes();
+        taker = new ItemTaker(selector, counters, new ClaimClosing(held), held);
     }
 
     /// <summary>Serves every order in one transaction; outcome k belongs to order k.</summary>

@@ -16,7 +16,7 @@ namespace Queue.Core.Claims;
 /// Round trips per round, whatever the number of lanes: the selector, the head job's lanes, then the round's other
 /// lanes in one batch (only when the head did not fill every slot), the writes.
 /// </remarks>
-internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, ClaimClosing closing)
+internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, ClaimClosing closing, HeldLanes held)
 {
     private const int LanesPerRound = 8;
 
@@ -34,6 +34,7 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
         IReadOnlyList<ClaimSlot> slots, DateTime now, CancellationToken ct)
     {
         var walk = new Walk(slots);
+        held.SkipIn(walk.Visited, now);
         for (var round = 0; round < MaxRounds && !walk.Full; round++)
         {
             if (!await RoundAsync(conn, tx, tasks, walk, now, ct))

@@ -1,5 +1,7 @@
 using System.Collections.Concurrent;
 using System.Net;
+using System.Net.Http.Json;
+using System.Text.Json;
 using Queue.Core.Ordering;
 
 namespace Queue.Tests.Work;
@@ -57,5 +59,30 @@ public sealed class RewriteUnderLoadTests(DirectClaimFixture fx) : IClassFixture
         Assert.Equal(1000, claimed.Count);
         Assert.Equal(1000, claimed.Distinct().Count());
         Assert.Equal(1000L, await fx.ScalarAsync<long>("SELECT COUNT(*) FROM items WHERE job_id IN @jobs AND state = 2 AND attempts = 1", new { jobs }));
+    }
+
+    [Fact]
+    public async Task After_rewrites_the_status_and_explain_show_a_jobs_value_without_its_band()
+    {
+        var (tenant, key) = await fx.NewCustomerAsync();
+        var plain = await fx.NewJobAsync(tenant.Id, 3, ["rewrite-shown"]);
+        var bumped = await fx.NewJobAsync(tenant.Id, 3, ["rewrite-shown"]);
+        await Fairness.TenantFairFixture.OverrideAsync(fx, bumped, -7);
+        var rewriter = fx.Service<OrderingRewriter>();
+        for (var n = 1; n <= 2; n++)
+        {
+            await rewriter.RewriteAsync("shown", fx.Clock.GetUtcNow() + TimeSpan.FromHours(n), force: true);
+        }
+        Assert.True(await fx.ScalarAsync<long>("SELECT MIN(value) FROM ordering WHERE job_id = @Id", new { Id = bumped }) > 1L << 42);
+
+        using var http = fx.Api.CreateClient();
+        http.DefaultRequestHeaders.Authorization = new System.Net.Http.Headers.AuthenticationHeaderValue("Bearer", key);
+        var status = await http.GetFromJsonAsync<JsonElement>(new Uri($"/jobs/{bumped}", UriKind.Relative));
+        Assert.Equal(-7, status.GetProperty("ordering").GetProperty("value").GetInt64());
+        var (_, explained) = await Fairness.ExplainKit.ExplainAsync(fx, key, bumped);
+        Assert.Equal(-7, explained.GetProperty("value").GetInt64());
+        // Two rewrites from now: the second one's mode is the current one (smallest-first or oldest-first, by the hour).
+        var shown = (await http.GetFromJsonAsync<JsonElement>(new Uri($"/jobs/{plain}", UriKind.Relative))).GetProperty("ordering").GetProperty("value").GetInt64();
+        Assert.True(shown is 3 or (>= 10000 and < 1_000_000_000), $"value shown: {shown}");
     }
 }
