@@ -97,8 +97,8 @@ public sealed class OrderingLanes(OrderingCalendar calendar, TimeProvider clock)
     }
 
     /// <summary>
-    /// The current band, by a consistent read: a rewrite in progress is not waited for. A lane written in the old band
-    /// meanwhile is moved into the new one after the rewrite commits (<see cref="OrderingRewriter"/>).
+    /// The current band, share-locked until the caller commits, so a rewrite cannot move it meanwhile (it waits for the
+    /// caller at its very end, and a caller that comes later waits milliseconds for its commit).
     /// </summary>
     private static Task<int> BandAsync(MySqlConnection conn, MySqlTransaction tx, CancellationToken ct) =>
         conn.ExecuteScalarAsync<int>(new CommandDefinition(OrderingSql.CurrentBand, null, tx, cancellationToken: ct));

@@ -50,10 +50,9 @@ public sealed partial class OrderingRewriter(
         var result = await Retry.OnDeadlockAsync(c => RewriteOnceAsync(instance, periodOf, force, c), ct);
         if (!result.Skipped)
         {
-            // Lanes written in the old band while the rewrite ran (created after its snapshot, or by a writer that read
-            // the band before the commit) would otherwise sit ahead of the whole new ordering until the next rewrite.
-            // Its own statement after the commit, retried alone; a writer still in flight now is caught by the next
-            // override sweep, which does the same.
+            // The lanes of existing jobs written in the old band while the rewrite ran (an override set or cleared
+            // since its snapshot, a job that ran dry and got work again): claims walk the current band only. Its own
+            // statement after the commit, retried alone; should it fail, the next override sweep does the same.
             var started = Stopwatch.GetTimestamp();
             await Retry.OnDeadlockAsync(MoveIntoBandAsync, ct);
             result = result with { Duration = result.Duration + Stopwatch.GetElapsedTime(started) };
@@ -88,12 +87,14 @@ public sealed partial class OrderingRewriter(
         var mode = period.ModeName;
         // The new ordering goes into the next band, so its uncommitted index entries sort after every committed one
         // (OrderingBand); the 'rewrite' lock above makes this the only writer of the band.
-        var band = OrderingBand.Next(await conn.ExecuteScalarAsync<int>(Cmd(OrderingSql.CurrentBand, null, tx, ct)));
+        var band = OrderingBand.Next(await conn.ExecuteScalarAsync<int>(Cmd(RewriteSql.Band, null, tx, ct)));
         var bandBase = OrderingBand.Base(band);
         await FillValuesAsync(conn, tx, mode, bandBase, now, ct);
         var removed = await conn.ExecuteAsync(Cmd(RewriteSql.RemoveFinished, null, tx, ct));
         var updated = await conn.ExecuteAsync(Cmd(RewriteSql.ApplyValues, new { Now = now, BandBase = bandBase }, tx, ct));
+        var lastJob = await conn.ExecuteScalarAsync<long>(Cmd(RewriteSql.LastJobInSnapshot, null, tx, ct));
         await conn.ExecuteAsync(Cmd(RewriteSql.SetBand, new { Band = band }, tx, ct));
+        await conn.ExecuteAsync(Cmd(RewriteSql.MoveNewJobsToBand, new { BandBase = bandBase, AfterJobId = lastJob }, tx, ct));
         var ranked = (int)await conn.ExecuteScalarAsync<long>(Cmd(RewriteSql.CountRanked, null, tx, ct));
         await conn.ExecuteAsync(Cmd(RewriteSql.DropValues, null, tx, ct));
 
@@ -164,8 +165,8 @@ public sealed partial class OrderingRewriter(
                     }
                 }
             }
-            // Also the second chance for lanes a rewrite's own move missed (written in the old band by a writer that
-            // committed after it).
+            // Also the second chance for lanes a rewrite's own move missed (its process stopped right after its
+            // commit).
             await conn.ExecuteAsync(Cmd(RewriteSql.MoveToBand, null, tx, c));
             await tx.CommitAsync(c);
             return expired.Count;

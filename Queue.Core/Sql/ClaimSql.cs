@@ -7,21 +7,22 @@ namespace Queue.Core.Sql;
 public static class ClaimSql
 {
     // ---- Lane selection (seed policy). Both walk an index in (value, job_id) order and stop at LIMIT: no sort, no join.
+    //      Each starts at the current band (OrderingSql.InCurrentBand), a range on the same index.
 
     /// <summary>Lanes of any task, in claim order. Lanes whose hint says "nothing before later" are skipped inside the index.</summary>
-    public const string SeedLanesAny = """
+    public const string SeedLanesAny = $"""
         SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value
         FROM ordering FORCE INDEX (ix_ordering_any)
-        WHERE blocked = 0 AND available_at <= @Now
+        WHERE blocked = 0 AND {OrderingSql.InCurrentBand} AND available_at <= @Now
         ORDER BY value, job_id, task
         LIMIT @Limit
         """;
 
     /// <summary>Lanes of one task, in claim order; a worker's task list runs this once per task and merges.</summary>
-    public const string SeedLanesForTask = """
+    public const string SeedLanesForTask = $"""
         SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value
         FROM ordering FORCE INDEX (ix_ordering_task)
-        WHERE blocked = 0 AND task = @Task AND available_at <= @Now
+        WHERE blocked = 0 AND task = @Task AND {OrderingSql.InCurrentBand} AND available_at <= @Now
         ORDER BY value, job_id
         LIMIT @Limit
         """;

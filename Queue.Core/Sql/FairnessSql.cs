@@ -16,36 +16,36 @@ public static class FairnessSql
         """;
 
     /// <summary>Override lanes that are claimable, in override order: served before any tenant choice.</summary>
-    public const string OverrideLanes = """
+    public const string OverrideLanes = $"""
         SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value
         FROM ordering FORCE INDEX (ix_ordering_mode)
-        WHERE blocked = 0 AND mode = 'override' AND available_at <= @Now
+        WHERE blocked = 0 AND mode = 'override' AND {OrderingSql.InCurrentBand} AND available_at <= @Now
         ORDER BY value, job_id, task
         LIMIT @Limit
         """;
 
     /// <summary>The same for a worker's task list; override lanes are few, so the task filter runs inside that range.</summary>
-    public const string OverrideLanesForTasks = """
+    public const string OverrideLanesForTasks = $"""
         SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value
         FROM ordering FORCE INDEX (ix_ordering_mode)
-        WHERE blocked = 0 AND mode = 'override' AND available_at <= @Now AND task IN @Tasks
+        WHERE blocked = 0 AND mode = 'override' AND {OrderingSql.InCurrentBand} AND available_at <= @Now AND task IN @Tasks
         ORDER BY value, job_id, task
         LIMIT @Limit
         """;
 
     /// <summary>One tenant's claimable lanes in seed order (its override lanes come from <see cref="OverrideLanes"/>).</summary>
-    public const string TenantLanes = """
+    public const string TenantLanes = $"""
         SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value
         FROM ordering FORCE INDEX (ix_ordering_tenant)
-        WHERE blocked = 0 AND tenant_id = @TenantId AND mode <> 'override' AND available_at <= @Now
+        WHERE blocked = 0 AND tenant_id = @TenantId AND {OrderingSql.InCurrentBand} AND mode <> 'override' AND available_at <= @Now
         ORDER BY value, job_id, task
         LIMIT @Limit
         """;
 
-    public const string TenantLanesForTask = """
+    public const string TenantLanesForTask = $"""
         SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value
         FROM ordering FORCE INDEX (ix_ordering_task_tenant)
-        WHERE blocked = 0 AND task = @Task AND tenant_id = @TenantId AND mode <> 'override' AND available_at <= @Now
+        WHERE blocked = 0 AND task = @Task AND tenant_id = @TenantId AND {OrderingSql.InCurrentBand} AND mode <> 'override' AND available_at <= @Now
         ORDER BY value, job_id
         LIMIT @Limit
         """;
@@ -59,13 +59,13 @@ public static class FairnessSql
     /// </summary>
     public static readonly string TenantHeads = Heads(i => $"""
         (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_tenant)
-         WHERE blocked = 0 AND tenant_id = @T{i} AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id, task LIMIT 1)
+         WHERE blocked = 0 AND tenant_id = @T{i} AND {OrderingSql.InCurrentBand} AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id, task LIMIT 1)
         """);
 
     /// <summary>The same for one task (<c>ix_ordering_task_tenant</c>).</summary>
     public static readonly string TenantHeadsForTask = Heads(i => $"""
         (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_task_tenant)
-         WHERE blocked = 0 AND task = @Task AND tenant_id = @T{i} AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id LIMIT 1)
+         WHERE blocked = 0 AND task = @Task AND tenant_id = @T{i} AND {OrderingSql.InCurrentBand} AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id LIMIT 1)
         """);
 
     public const string TenantWeights = "SELECT id AS Id, weight AS Weight FROM tenants";

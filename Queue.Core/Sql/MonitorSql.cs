@@ -8,12 +8,12 @@ public static class MonitorSql
     /// claim order (rides ix_ordering_any: blocked, value, job_id, task, available_at; the hint is checked inside the
     /// index). The head is what the next claims choose among; jobs deeper in the backlog are not sampled.
     /// </summary>
-    public const string SampleHead = """
+    public const string SampleHead = $"""
         SELECT h.tenant_id AS TenantId, h.job_id AS JobId,
                j.items_total - j.items_done - j.items_dead - j.items_cancelled AS Active
         FROM (SELECT job_id, MIN(tenant_id) AS tenant_id
               FROM (SELECT job_id, tenant_id FROM ordering FORCE INDEX (ix_ordering_any)
-                    WHERE blocked = 0 AND available_at <= @Now ORDER BY value, job_id LIMIT @MaxLanes) lanes
+                    WHERE blocked = 0 AND {OrderingSql.InCurrentBand} AND available_at <= @Now ORDER BY value, job_id LIMIT @MaxLanes) lanes
               GROUP BY job_id) h
         JOIN jobs j ON j.id = h.job_id
         """;

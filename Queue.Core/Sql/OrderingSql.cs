@@ -11,10 +11,10 @@ public static class OrderingSql
     /// <summary>
     /// Everything provisional placement needs, in one round trip. MaxOldest reads the top of ix_ordering_mode
     /// (blocked, mode, value) once per blocked value, so it never scans the ordering. Values read here are stored
-    /// values (band included); the band is read for the values the caller computes.
+    /// values (band included); the band is read, share-locked, for the values the caller computes (<see cref="Band"/>).
     /// </summary>
     public const string PlacementFacts = """
-        SELECT j.tenant_id AS TenantId, j.blocked AS Blocked, (SELECT band FROM ordering_band WHERE id = 1) AS Band,
+        SELECT j.tenant_id AS TenantId, j.blocked AS Blocked, (SELECT band FROM ordering_band WHERE id = 1 LOCK IN SHARE MODE) AS Band,
                j.items_total - j.items_done - j.items_dead - j.items_cancelled AS Active,
                (SELECT priority FROM overrides WHERE job_id = @JobId AND active = 1 AND expires_at > @Now ORDER BY id DESC LIMIT 1) AS OverridePriority,
                (SELECT value FROM ordering WHERE job_id = @JobId AND mode = 'oldest' LIMIT 1) AS CurrentOldest,
@@ -36,13 +36,27 @@ public static class OrderingSql
         GREATEST(
                  COALESCE((SELECT MAX(value) FROM ordering WHERE blocked = 0 AND mode = 'oldest'), 0),
                  COALESCE((SELECT MAX(value) FROM ordering WHERE blocked = 1 AND mode = 'oldest'), 0),
-                 (SELECT band FROM ordering_band WHERE id = 1) * 4398046511104 + 9995) + 5
+                 (SELECT band FROM ordering_band WHERE id = 1 LOCK IN SHARE MODE) * 4398046511104 + 9995) + 5
         """;
 
-    /// <summary>The current band (one primary-key read, a consistent read that never waits for a rewrite).</summary>
+    /// <summary>The current band, share-locked (<see cref="Band"/>).</summary>
     public const string CurrentBand = "SELECT " + Band;
 
-    private const string Band = "(SELECT band FROM ordering_band WHERE id = 1)";
+    /// <summary>
+    /// The band a writer puts its values in, share-locked until it commits: a rewrite moves the band only after every
+    /// writer that read the old one has committed (and moves their lanes into the new band before its own commit),
+    /// and a writer that comes later waits for that commit, milliseconds. So no lane is written in the old band after
+    /// a rewrite commits, and claims may walk the current band alone (<see cref="InCurrentBand"/>). Writers never
+    /// wait for a rewrite's seconds: the rewrite takes the band's row lock at its end.
+    /// </summary>
+    private const string Band = "(SELECT band FROM ordering_band WHERE id = 1 LOCK IN SHARE MODE)";
+
+    /// <summary>
+    /// A claim walk's lower bound: the current band's first stored value (2^41 below band * 2^42), a consistent read
+    /// that never waits. The walk starts there, so it never steps over the old band's entries that a rewrite
+    /// delete-marked and purge has not yet removed (a million of them after a rewrite of 1M jobs, for up to a minute).
+    /// </summary>
+    public const string InCurrentBand = "value >= (SELECT band FROM ordering_band WHERE id = 1) * 4398046511104 - 2199023255552";
 
     public const string ActiveOverride = """
         SELECT priority FROM overrides WHERE job_id = @JobId AND active = 1 AND expires_at > @Now ORDER BY id DESC LIMIT 1

@@ -114,8 +114,30 @@ public static class RewriteSql
           AND (o.mode = v.seen_mode OR (o.mode <> 'override' AND v.seen_mode <> 'override'))
         """;
 
-    /// <summary>Only a rewrite moves the band, inside its transaction, under the 'rewrite' lock.</summary>
+    /// <summary>The band, read without a lock: only a rewrite changes it, and rewrites are serialised by <see cref="LockRewrite"/>.</summary>
+    public const string Band = "SELECT band FROM ordering_band WHERE id = 1";
+
+    /// <summary>
+    /// Only a rewrite moves the band, inside its transaction, under the 'rewrite' lock, after its lanes are written:
+    /// the row lock waits for the writers that share-locked the old band (OrderingSql.Band) to commit, and holds later
+    /// ones until this transaction commits.
+    /// </summary>
     public const string SetBand = "UPDATE ordering_band SET band = @Band WHERE id = 1";
+
+    /// <summary>The newest job the snapshot saw; lanes of later jobs were placed meanwhile, in the old band.</summary>
+    public const string LastJobInSnapshot = "SELECT COALESCE(MAX(job_id), 0) FROM rewrite_values";
+
+    /// <summary>
+    /// Inside the rewrite, after <see cref="SetBand"/>: the lanes of jobs created since the snapshot (a primary-key
+    /// range), moved into the new band with their provisional values, so they are claimable in the new band from the
+    /// commit on. The few other lanes written meanwhile (an override set since the snapshot, a job that ran dry and got
+    /// work again) are moved by <see cref="MoveToBand"/> right after the commit.
+    /// </summary>
+    public const string MoveNewJobsToBand = """
+        UPDATE ordering
+        SET value = value - ((value + 2199023255552) DIV 4398046511104) * 4398046511104 + @BandBase
+        WHERE job_id > @AfterJobId AND (value < @BandBase - 2199023255552 OR value >= @BandBase + 2199023255552)
+        """;
 
     /// <summary>
     /// Moves every lane stored outside the current band into it, keeping its value (the priority, count or rank it

@@ -1,5 +1,6 @@
 using System.Text.Json;
 using Dapper;
+using Queue.Core.Data;
 using Microsoft.Extensions.Options;
 using Microsoft.Extensions.Time.Testing;
 using Queue.Core.Ordering;
@@ -221,6 +222,61 @@ public sealed class RewriteTests
         await bed.Rewriter.ExpireOverridesAsync();
         Assert.Equal(stored, await bed.StoredValuesAsync());
         Assert.Equal(older, await conn.ExecuteScalarAsync<long>("SELECT job_id FROM ordering ORDER BY value, job_id LIMIT 1"));
+    }
+
+    [Fact]
+    public async Task A_rewrite_waits_for_a_writer_that_placed_lanes_in_the_old_band_and_commits_them_in_the_new_one()
+    {
+        await using var db = await FreshDatabase.CreateAsync();
+        var bed = OrderingTestbed.At(db.DataSource, TenOClock.AddHours(1)); // oldest-first
+        var tenant = await db.NewTenantAsync();
+        await bed.BulkJobsAsync(tenant, 500);
+        var late = await bed.NewJobAsync(tenant, 4);
+        await using var conn = await db.DataSource.OpenConnectionAsync();
+        await conn.ExecuteAsync("DELETE FROM ordering WHERE job_id = @Id", new { Id = late });
+        var before = await conn.ExecuteScalarAsync<int>("SELECT band FROM ordering_band");
+
+        // A writer places the job's lanes (reading the band, share-locked) and has not committed when the rewrite,
+        // which snapshotted the ordering without it, wants to move the band.
+        await using var writer = await db.DataSource.OpenConnectionAsync();
+        var tx = await writer.BeginReadCommittedAsync(default);
+        bed.AdvanceTo(OrderingMode.Smallest);
+        await bed.Lanes.PlaceAsync(writer, tx, late, ["text"], default);
+        var rewrite = bed.Rewriter.RewriteAsync("test");
+        await using (var watcher = await db.DataSource.OpenConnectionAsync())
+        {
+            for (var i = 0; i < 400 && !rewrite.IsCompleted
+                && await watcher.ExecuteScalarAsync<long>("SELECT COUNT(*) FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT'") == 0; i++)
+            {
+                await Task.Delay(25);
+            }
+        }
+        Assert.False(rewrite.IsCompleted, "the rewrite moved the band under a writer that had read it");
+        await tx.CommitAsync();
+        await rewrite;
+
+        Assert.Equal(before + 1, await conn.ExecuteScalarAsync<int>("SELECT band FROM ordering_band"));
+        var stored = await conn.ExecuteScalarAsync<long>("SELECT value FROM ordering WHERE job_id = @Id", new { Id = late });
+        Assert.Equal(OrderingBand.Stored(before + 1, 4), stored);
+        Assert.Equal((4L, "smallest"), (await bed.ValuesByJobAsync())[late]);
+    }
+
+    [Fact]
+    public async Task Claims_walk_the_current_band_only_and_a_lane_left_in_an_older_one_is_moved_back_into_it()
+    {
+        await using var db = await FreshDatabase.CreateAsync();
+        var bed = OrderingTestbed.At(db.DataSource, TenOClock); // smallest-first
+        var tenant = await db.NewTenantAsync();
+        var first = await bed.NewJobAsync(tenant, 3);
+        var left = await bed.NewJobAsync(tenant, 1);
+        await bed.Rewriter.RewriteAsync("test");
+        await using var conn = await db.DataSource.OpenConnectionAsync();
+        await conn.ExecuteAsync("UPDATE ordering SET value = value - 4398046511104 WHERE job_id = @Id", new { Id = left });
+        var now = bed.Clock.GetUtcNow().UtcDateTime;
+
+        Assert.Equal([first], await conn.QueryAsync<long>(Queue.Core.Sql.ClaimSql.SeedLanesAny, new { Now = now, Limit = 8 }));
+        await bed.Rewriter.ExpireOverridesAsync();
+        Assert.Equal([left, first], await conn.QueryAsync<long>(Queue.Core.Sql.ClaimSql.SeedLanesAny, new { Now = now, Limit = 8 }));
     }
 
     [Fact]
