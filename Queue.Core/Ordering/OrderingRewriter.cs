@@ -54,16 +54,16 @@ public sealed partial class OrderingRewriter(
             // since its snapshot, a job that ran dry and got work again): claims walk the current band only. Its own
             // statement after the commit, retried alone; should it fail, the next override sweep does the same.
             var started = Stopwatch.GetTimestamp();
-            await Retry.OnDeadlockAsync(MoveIntoBandAsync, ct);
+            await Retry.OnDeadlockAsync(c => MoveIntoBandAsync(result.Period.ModeName, c), ct);
             result = result with { Duration = result.Duration + Stopwatch.GetElapsedTime(started) };
         }
         return result;
     }
 
-    private async Task<int> MoveIntoBandAsync(CancellationToken ct)
+    private async Task<int> MoveIntoBandAsync(string mode, CancellationToken ct)
     {
         await using var conn = await db.OpenConnectionAsync(ct);
-        return await conn.ExecuteAsync(Cmd(RewriteSql.MoveToBand, null, null, ct));
+        return await conn.ExecuteAsync(Cmd(RewriteSql.MoveToBandAfterRewrite, new { Mode = mode }, null, ct));
     }
 
     private async Task<RewriteResult> RewriteOnceAsync(string instance, DateTimeOffset? periodOf, bool force, CancellationToken ct)

@@ -154,6 +154,21 @@ public static class RewriteSql
           AND (o.value < b.band * 4398046511104 - 2199023255552 OR o.value >= b.band * 4398046511104 + 2199023255552)
         """;
 
+    /// <summary>
+    /// <see cref="MoveToBand"/> for what a rewrite can leave behind, right after its commit: lanes in override mode or in
+    /// the rewrite's own mode (@Mode; a lane placed or refreshed since the snapshot gets the period's mode). On
+    /// ix_ordering_mode (blocked, mode, value), so the scan never meets the rewrite's old entries of the other mode,
+    /// which stay delete-marked until purge (a million of them after a rewrite of 1M jobs); the override sweep runs
+    /// the unrestricted statement for anything else.
+    /// </summary>
+    public const string MoveToBandAfterRewrite = """
+        UPDATE ordering o FORCE INDEX (ix_ordering_mode)
+        JOIN ordering_band b ON b.id = 1
+        SET o.value = o.value - ((o.value + 2199023255552) DIV 4398046511104) * 4398046511104 + b.band * 4398046511104
+        WHERE o.blocked IN (0, 1) AND o.mode IN ('override', @Mode)
+          AND (o.value < b.band * 4398046511104 - 2199023255552 OR o.value >= b.band * 4398046511104 + 2199023255552)
+        """;
+
     public const string CountRanked = "SELECT COUNT(*) FROM rewrite_values WHERE has_work = 1";
 
     public const string InsertLog = """
