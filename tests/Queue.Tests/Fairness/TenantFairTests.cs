@@ -26,6 +26,28 @@ public sealed class TenantFairTests(TenantFairFixture fx) : IClassFixture<Tenant
     }
 
     [Fact]
+    public async Task Tenants_still_take_turns_after_rewrites_have_moved_the_ordering_into_a_later_band()
+    {
+        var (a, _) = await fx.NewCustomerAsync("ba-" + Guid.NewGuid().ToString("N")[..6]);
+        var (b, _) = await fx.NewCustomerAsync("bb-" + Guid.NewGuid().ToString("N")[..6]);
+        for (var i = 0; i < 3; i++)
+        {
+            await fx.NewJobAsync(a.Id, 3, ["banded"]);
+        }
+        await fx.NewJobAsync(b.Id, 3, ["banded"]);
+        var rewriter = fx.Service<OrderingRewriter>();
+        for (var n = 1; n <= 2; n++)
+        {
+            await rewriter.RewriteAsync("banded", fx.Clock.GetUtcNow() + TimeSpan.FromHours(n), force: true);
+        }
+        Assert.True(await fx.ScalarAsync<long>("SELECT band FROM ordering_band") >= 2);
+
+        var served = await fx.ClaimTenantsAsync("banded", 6);
+
+        Assert.Equal([a.Name, b.Name, a.Name, b.Name, a.Name, b.Name], served);
+    }
+
+    [Fact]
     public async Task Claims_are_shared_in_proportion_to_the_tenants_weights()
     {
         var (a, _) = await fx.NewCustomerAsync("wa-" + Guid.NewGuid().ToString("N")[..6], new TenantSettings(["text"], Weight: 3));
