@@ -104,7 +104,7 @@ public static class FairnessSql
     /// older job (oldest-first, or the same value and a lower id). With their active items, for the ETA. Walks
     /// ix_ordering_any in (value, job_id) order and stops after @Cap claimable jobs (ExplainService estimates the rest).
     /// </summary>
-    public const string ExplainAhead = """
+    public const string ExplainAhead = $"""
         SELECT a.reason AS Reason, COUNT(*) AS Jobs, CAST(COALESCE(SUM(j.items_total - j.items_done - j.items_dead - j.items_cancelled), 0) AS SIGNED) AS Items
         FROM (
           SELECT job_id,
@@ -112,7 +112,7 @@ public static class FairnessSql
                       WHEN MIN(value) < @Value AND MIN(mode) = 'smallest' THEN 'smaller'
                       ELSE 'older' END AS reason
           FROM ordering FORCE INDEX (ix_ordering_any)
-          WHERE blocked = 0 AND job_id <> @JobId AND (value < @Value OR (value = @Value AND job_id < @JobId))
+          WHERE blocked = 0 AND {OrderingSql.InCurrentBand} AND job_id <> @JobId AND (value < @Value OR (value = @Value AND job_id < @JobId))
           GROUP BY value, job_id HAVING MIN(available_at) <= @Now
           LIMIT @Cap
         ) a JOIN jobs j ON j.id = a.job_id
@@ -120,7 +120,7 @@ public static class FairnessSql
         """;
 
     /// <summary>The same, within one tenant (tenant-fair: only the own tenant's jobs compete by value), on ix_ordering_tenant.</summary>
-    public const string ExplainAheadInTenant = """
+    public const string ExplainAheadInTenant = $"""
         SELECT a.reason AS Reason, COUNT(*) AS Jobs, CAST(COALESCE(SUM(j.items_total - j.items_done - j.items_dead - j.items_cancelled), 0) AS SIGNED) AS Items
         FROM (
           SELECT job_id,
@@ -128,7 +128,7 @@ public static class FairnessSql
                       WHEN MIN(value) < @Value AND MIN(mode) = 'smallest' THEN 'smaller'
                       ELSE 'older' END AS reason
           FROM ordering FORCE INDEX (ix_ordering_tenant)
-          WHERE blocked = 0 AND tenant_id = @TenantId AND job_id <> @JobId
+          WHERE blocked = 0 AND tenant_id = @TenantId AND {OrderingSql.InCurrentBand} AND job_id <> @JobId
             AND mode <> 'override' AND (value < @Value OR (value = @Value AND job_id < @JobId))
           GROUP BY value, job_id HAVING MIN(available_at) <= @Now
           LIMIT @Cap
@@ -137,16 +137,16 @@ public static class FairnessSql
         """;
 
     /// <summary>Index dive (optimizer estimate) of one tenant's lanes ahead, for explanations deeper than @Cap.</summary>
-    public const string DiveLanesAheadInTenant = """
+    public const string DiveLanesAheadInTenant = $"""
         EXPLAIN SELECT 1 FROM ordering FORCE INDEX (ix_ordering_tenant)
-        WHERE blocked = 0 AND tenant_id = @TenantId AND (value < @Value OR (value = @Value AND job_id < @JobId))
+        WHERE blocked = 0 AND tenant_id = @TenantId AND {OrderingSql.InCurrentBand} AND (value < @Value OR (value = @Value AND job_id < @JobId))
         """;
 
     /// <summary>Tenant-fair: every claimable override job of any tenant comes first (except the job itself).</summary>
-    public const string ExplainOverridesAhead = """
+    public const string ExplainOverridesAhead = $"""
         SELECT COUNT(*) AS Jobs, CAST(COALESCE(SUM(j.items_total - j.items_done - j.items_dead - j.items_cancelled), 0) AS SIGNED) AS Items
         FROM (SELECT DISTINCT job_id FROM ordering FORCE INDEX (ix_ordering_mode)
-              WHERE blocked = 0 AND mode = 'override' AND available_at <= @Now AND job_id <> @JobId
+              WHERE blocked = 0 AND mode = 'override' AND {OrderingSql.InCurrentBand} AND available_at <= @Now AND job_id <> @JobId
                 AND (@IsOverride = 0 OR value < @Value OR (value = @Value AND job_id < @JobId))
               LIMIT @Cap) o
         JOIN jobs j ON j.id = o.job_id

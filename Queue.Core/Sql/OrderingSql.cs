@@ -52,8 +52,8 @@ public static class OrderingSql
     private const string Band = "(SELECT band FROM ordering_band WHERE id = 1 LOCK IN SHARE MODE)";
 
     /// <summary>
-    /// A claim walk's lower bound: the current band's first stored value (2^41 below band * 2^42), a consistent read
-    /// that never waits. The walk starts there, so it never steps over the old band's entries that a rewrite
+    /// A claim walk's (and a position's) lower bound: the current band's first stored value (2^41 below band * 2^42), a
+    /// consistent read that never waits. The walk starts there, so it never steps over the old band's entries that a rewrite
     /// delete-marked and purge has not yet removed (a million of them after a rewrite of 1M jobs, for up to a minute).
     /// </summary>
     public const string InCurrentBand = "value >= (SELECT band FROM ordering_band WHERE id = 1) * 4398046511104 - 2199023255552";
@@ -104,14 +104,16 @@ public static class OrderingSql
         """;
 
     // ---- Position at any depth (docs/DESIGN.md "Position at depth"). Both cost the same with 10 or 10M jobs queued.
+    //      Both start at the current band: the old band's entries a rewrite left for purge would cost the walk time and
+    //      the dive's estimate phantom lanes (a million of them after a rewrite of 1M jobs).
 
     /// <summary>
     /// An index dive, not a scan: the optimizer's estimate (InnoDB records_in_range, two B-tree descents) of the lanes
     /// ahead of (@Value, @JobId) on ix_ordering_any. Exact for short ranges, within a few percent for long ones.
     /// </summary>
-    public const string DiveLanesAhead = """
+    public const string DiveLanesAhead = $"""
         EXPLAIN SELECT 1 FROM ordering FORCE INDEX (ix_ordering_any)
-        WHERE blocked = 0 AND (value < @Value OR (value = @Value AND job_id < @JobId))
+        WHERE blocked = 0 AND {InCurrentBand} AND (value < @Value OR (value = @Value AND job_id < @JobId))
         """;
 
     /// <summary>
@@ -137,9 +139,9 @@ public static class OrderingSql
     /// Derived table <c>a</c>: the claimable jobs ahead of (@Value, @JobId), walked on ix_ordering_any in (value, job_id)
     /// order and grouped in index order, stopping at @Cap jobs. Shared by the count and the list above.
     /// </summary>
-    private const string ClaimableJobsAhead = """
+    private const string ClaimableJobsAhead = $"""
         (SELECT value, job_id FROM ordering FORCE INDEX (ix_ordering_any)
-              WHERE blocked = 0 AND (value < @Value OR (value = @Value AND job_id < @JobId))
+              WHERE blocked = 0 AND {InCurrentBand} AND (value < @Value OR (value = @Value AND job_id < @JobId))
               GROUP BY value, job_id HAVING MIN(available_at) <= @Now
               LIMIT @Cap) a
         """;

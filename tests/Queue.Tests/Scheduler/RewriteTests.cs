@@ -262,7 +262,7 @@ public sealed class RewriteTests
     }
 
     [Fact]
-    public async Task Claims_walk_the_current_band_only_and_a_lane_left_in_an_older_one_is_moved_back_into_it()
+    public async Task Claims_and_positions_see_the_current_band_only_and_a_lane_left_in_an_older_one_is_moved_back_into_it()
     {
         await using var db = await FreshDatabase.CreateAsync();
         var bed = OrderingTestbed.At(db.DataSource, TenOClock); // smallest-first
@@ -274,9 +274,15 @@ public sealed class RewriteTests
         await conn.ExecuteAsync("UPDATE ordering SET value = value - 4398046511104 WHERE job_id = @Id", new { Id = left });
         var now = bed.Clock.GetUtcNow().UtcDateTime;
 
+        var firstValue = await conn.ExecuteScalarAsync<long>("SELECT value FROM ordering WHERE job_id = @Id", new { Id = first });
+        Task<JobsAhead> AheadOfFirstAsync() => QueuePosition.AheadAsync(conn, first, firstValue, 1, now, _ => Task.FromResult(1d), default);
+
+        // As the old entries a rewrite leaves for purge: not walked, and not counted ahead of anyone.
         Assert.Equal([first], await conn.QueryAsync<long>(Queue.Core.Sql.ClaimSql.SeedLanesAny, new { Now = now, Limit = 8 }));
+        Assert.Equal(0, (await AheadOfFirstAsync()).Jobs);
         await bed.Rewriter.ExpireOverridesAsync();
         Assert.Equal([left, first], await conn.QueryAsync<long>(Queue.Core.Sql.ClaimSql.SeedLanesAny, new { Now = now, Limit = 8 }));
+        Assert.Equal(1, (await AheadOfFirstAsync()).Jobs);
     }
 
     [Fact]
