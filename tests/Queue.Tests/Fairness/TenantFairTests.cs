@@ -11,30 +11,30 @@ public sealed class TenantFairTests(TenantFairFixture fx) : IClassFixture<Tenant
     [Fact]
     public async Task Tenants_take_turns_where_seed_would_serve_the_older_equal_jobs_first()
     {
-        var (a, _) = await fx.NewCustomerAsync("fa-" + Guid.NewGuid().ToString("N")[..6]);
-        var (b, _) = await fx.NewCustomerAsync("fb-" + Guid.NewGuid().ToString("N")[..6]);
-        // Three jobs of A, all as small as B's and older: the seed order would serve all nine of A's items first.
-        for (var i = 0; i < 3; i++)
-        {
-            await fx.NewJobAsync(a.Id, 3, ["turns"]);
-        }
-        await fx.NewJobAsync(b.Id, 3, ["turns"]);
+        var (a, b) = await ThreeOlderJobsOfOneTenantAndOneOfAnotherAsync("turns");
 
         var served = await fx.ClaimTenantsAsync("turns", 6);
 
-        Assert.Equal([a.Name, b.Name, a.Name, b.Name, a.Name, b.Name], served);
+        Assert.Equal([a, b, a, b, a, b], served);
+    }
+
+    /// <summary>Three jobs of A, all as small as B's one and older: the seed order would serve all nine of A's items first.</summary>
+    private async Task<(string A, string B)> ThreeOlderJobsOfOneTenantAndOneOfAnotherAsync(string task)
+    {
+        var (a, _) = await fx.NewCustomerAsync(task[..2] + "a-" + Guid.NewGuid().ToString("N")[..6]);
+        var (b, _) = await fx.NewCustomerAsync(task[..2] + "b-" + Guid.NewGuid().ToString("N")[..6]);
+        for (var i = 0; i < 3; i++)
+        {
+            await fx.NewJobAsync(a.Id, 3, [task]);
+        }
+        await fx.NewJobAsync(b.Id, 3, [task]);
+        return (a.Name, b.Name);
     }
 
     [Fact]
     public async Task Tenants_still_take_turns_after_rewrites_have_moved_the_ordering_into_a_later_band()
     {
-        var (a, _) = await fx.NewCustomerAsync("ba-" + Guid.NewGuid().ToString("N")[..6]);
-        var (b, _) = await fx.NewCustomerAsync("bb-" + Guid.NewGuid().ToString("N")[..6]);
-        for (var i = 0; i < 3; i++)
-        {
-            await fx.NewJobAsync(a.Id, 3, ["banded"]);
-        }
-        await fx.NewJobAsync(b.Id, 3, ["banded"]);
+        var (a, b) = await ThreeOlderJobsOfOneTenantAndOneOfAnotherAsync("banded");
         var rewriter = fx.Service<OrderingRewriter>();
         for (var n = 1; n <= 2; n++)
         {
@@ -44,7 +44,7 @@ public sealed class TenantFairTests(TenantFairFixture fx) : IClassFixture<Tenant
 
         var served = await fx.ClaimTenantsAsync("banded", 6);
 
-        Assert.Equal([a.Name, b.Name, a.Name, b.Name, a.Name, b.Name], served);
+        Assert.Equal([a, b, a, b, a, b], served);
     }
 
     [Fact]
