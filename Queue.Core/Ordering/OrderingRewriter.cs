@@ -94,7 +94,7 @@ public sealed partial class OrderingRewriter(
         var updated = await conn.ExecuteAsync(Cmd(RewriteSql.ApplyValues, new { Now = now, BandBase = bandBase }, tx, ct));
         var lastJob = await conn.ExecuteScalarAsync<long>(Cmd(RewriteSql.LastJobInSnapshot, null, tx, ct));
         await conn.ExecuteAsync(Cmd(RewriteSql.SetBand, new { Band = band }, tx, ct));
-        await conn.ExecuteAsync(Cmd(RewriteSql.MoveNewJobsToBand, new { BandBase = bandBase, AfterJobId = lastJob }, tx, ct));
+        await conn.ExecuteAsync(Cmd(RewriteSql.MoveNewJobsToBand, new { AfterJobId = lastJob }, tx, ct));
         var ranked = (int)await conn.ExecuteScalarAsync<long>(Cmd(RewriteSql.CountRanked, null, tx, ct));
         await conn.ExecuteAsync(Cmd(RewriteSql.DropValues, null, tx, ct));
 

@@ -100,14 +100,11 @@ public static class RewriteSql
     /// stands. An override lane whose override still stands keeps the technician's priority as the lane carries it now
     /// (set by the technician's own transaction at once), moved into the new band. Lanes created after the snapshot are
     /// not in rewrite_values and keep their provisional value, moved into the band by <see cref="MoveToBand"/>.
-    /// 4398046511104 is 2^42 (one band), 2199023255552 half of it: value minus its band is the priority.
     /// </summary>
-    public const string ApplyValues = """
+    public const string ApplyValues = $"""
         UPDATE ordering o
         JOIN rewrite_values v ON v.job_id = o.job_id
-        SET o.value = IF(o.mode = 'override' AND v.mode = 'override',
-                         o.value - ((o.value + 2199023255552) DIV 4398046511104) * 4398046511104 + @BandBase,
-                         v.value),
+        SET o.value = IF(o.mode = 'override' AND v.mode = 'override', {LaneValue} + @BandBase, v.value),
             o.mode = v.mode, o.updated_at = @Now
         WHERE v.has_work = 1
           AND (o.value <> v.value OR o.mode <> v.mode)
@@ -128,15 +125,16 @@ public static class RewriteSql
     public const string LastJobInSnapshot = "SELECT COALESCE(MAX(job_id), 0) FROM rewrite_values";
 
     /// <summary>
-    /// Inside the rewrite, after <see cref="SetBand"/>: the lanes of jobs created since the snapshot (a primary-key
-    /// range), moved into the new band with their provisional values, so they are claimable in the new band from the
+    /// Inside the rewrite, after <see cref="SetBand"/> (whose new band this transaction reads): the lanes of jobs created
+    /// since the snapshot (a primary-key range), moved into the new band with their provisional values, so they are claimable in the new band from the
     /// commit on. The few other lanes written meanwhile (an override set since the snapshot, a job that ran dry and got
     /// work again) are moved by <see cref="MoveToBand"/> right after the commit.
     /// </summary>
-    public const string MoveNewJobsToBand = """
-        UPDATE ordering
-        SET value = value - ((value + 2199023255552) DIV 4398046511104) * 4398046511104 + @BandBase
-        WHERE job_id > @AfterJobId AND (value < @BandBase - 2199023255552 OR value >= @BandBase + 2199023255552)
+    public const string MoveNewJobsToBand = $"""
+        UPDATE ordering o
+        JOIN ordering_band b ON b.id = 1
+        SET o.value = {LaneValue} + {CurrentBandBase}
+        WHERE o.job_id > @AfterJobId AND {OutsideCurrentBand}
         """;
 
     /// <summary>
@@ -146,12 +144,11 @@ public static class RewriteSql
     /// so a rewrite committed meanwhile is never undone. Two ranges of ix_ordering_any per blocked value, below and
     /// above the band: empty but for those stragglers once purge has removed the rewrite's old entries.
     /// </summary>
-    public const string MoveToBand = """
+    public const string MoveToBand = $"""
         UPDATE ordering o
         JOIN ordering_band b ON b.id = 1
-        SET o.value = o.value - ((o.value + 2199023255552) DIV 4398046511104) * 4398046511104 + b.band * 4398046511104
-        WHERE o.blocked IN (0, 1)
-          AND (o.value < b.band * 4398046511104 - 2199023255552 OR o.value >= b.band * 4398046511104 + 2199023255552)
+        SET o.value = {LaneValue} + {CurrentBandBase}
+        WHERE o.blocked IN (0, 1) AND {OutsideCurrentBand}
         """;
 
     /// <summary>
@@ -161,13 +158,25 @@ public static class RewriteSql
     /// which stay delete-marked until purge (a million of them after a rewrite of 1M jobs); the override sweep runs
     /// the unrestricted statement for anything else.
     /// </summary>
-    public const string MoveToBandAfterRewrite = """
+    public const string MoveToBandAfterRewrite = $"""
         UPDATE ordering o FORCE INDEX (ix_ordering_mode)
         JOIN ordering_band b ON b.id = 1
-        SET o.value = o.value - ((o.value + 2199023255552) DIV 4398046511104) * 4398046511104 + b.band * 4398046511104
-        WHERE o.blocked IN (0, 1) AND o.mode IN ('override', @Mode)
-          AND (o.value < b.band * 4398046511104 - 2199023255552 OR o.value >= b.band * 4398046511104 + 2199023255552)
+        SET o.value = {LaneValue} + {CurrentBandBase}
+        WHERE o.blocked IN (0, 1) AND o.mode IN ('override', @Mode) AND {OutsideCurrentBand}
         """;
+
+    // ---- The band arithmetic of the statements above (Ordering.OrderingBand): 4398046511104 is 2^42, one band, and
+    //      2199023255552 half of it. Lane o, band row b.
+
+    /// <summary>The lane's value without its band: the priority, count or rank it carries (OrderingBand.Shown).</summary>
+    private const string LaneValue = "(o.value - ((o.value + 2199023255552) DIV 4398046511104) * 4398046511104)";
+
+    /// <summary>The current band's base (OrderingBand.Base).</summary>
+    private const string CurrentBandBase = "b.band * 4398046511104";
+
+    /// <summary>The lane is stored outside the current band: two ranges of any ordering index, below and above it.</summary>
+    private const string OutsideCurrentBand =
+        "(o.value < b.band * 4398046511104 - 2199023255552 OR o.value >= b.band * 4398046511104 + 2199023255552)";
 
     public const string CountRanked = "SELECT COUNT(*) FROM rewrite_values WHERE has_work = 1";
 
