@@ -104,7 +104,8 @@ internal sealed class PeersWorkload(IPeersCalls via)
                 {
                     if (Interlocked.Read(ref claimed) >= queued)
                     {
-                        return;
+                        // Every item is out; this worker's own completion may still be in flight, and counts.
+                        break;
                     }
                     Interlocked.Increment(ref emptyWhileQueued);
                     await Task.Delay(5);
