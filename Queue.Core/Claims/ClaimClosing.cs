@@ -17,13 +17,15 @@ internal sealed class ClaimClosing(HeldLanes held)
     private readonly ConcurrentDictionary<long, string> tenantNames = new();
 
     /// <summary>
-    /// One round trip: the last writes, then for each lane the lane row locked with SKIP LOCKED and the earliest due
-    /// time of its active items, then the documents. A second round trip writes the hints. SKIP LOCKED: an upload's
+    /// One round trip: the last writes, then the lanes locked with SKIP LOCKED, the earliest due time of each lane's
+    /// active items, and the documents. A second round trip writes the hints. SKIP LOCKED: an upload's
     /// LEAST(available_at, now) is never lost under our hint, and a claim never waits for a lane a rewrite or an upload
     /// holds (those set the hint themselves). The due times are read after this claim's writes, so its own leases
-    /// count. One statement per lane or document: batch commands carry no list parameters.
+    /// count. Each kind is one statement for all lanes or documents of the claim, whatever their number: a claim of
+    /// eight one-item jobs used to send 32 statements here and 8 for the hints (docs/DESIGN.md "Claim and completion
+    /// round trips").
     /// </summary>
-    public async Task CloseAsync(MySqlConnection conn, MySqlTransaction tx, List<MySqlBatchCommand> writes, List<Lane> emptied,
+    public async Task CloseAsync(MySqlConnection conn, MySqlTransaction tx, ClaimWrites writes, List<Lane> emptied,
         List<TakenItem> taken, DateTime now, CancellationToken ct)
     {
         var lanes = emptied.Select(l => (l.JobId, l.Task)).Distinct().ToList();
@@ -34,17 +36,23 @@ internal sealed class ClaimClosing(HeldLanes held)
             return;
         }
         var (hints, docs) = await ReadLanesAndDocumentsAsync(conn, tx, writes, lanes, documents, now, ct);
+        var hinted = hints.Where(h => h.NextDue is not null).ToList();
+        var removed = hints.Where(h => h.NextDue is null).ToList();
         if (hints.Count > 0)
         {
             await using var batch = new MySqlBatch(conn, tx);
-            foreach (var (jobId, task, due) in hints)
+            if (hinted.Count > 0)
             {
-                var cmd = LaneCommand(due is null ? ClaimSql.DeleteLane : ClaimSql.SetLaneHint, jobId, task);
-                if (due is not null)
+                var cmd = LanesCommand(ClaimSql.SetLaneHints(hinted.Count), hinted.Select(h => (h.JobId, h.Task)));
+                for (var k = 0; k < hinted.Count; k++)
                 {
-                    cmd.Parameters.AddWithValue("@At", due.Value);
+                    cmd.Parameters.AddWithValue(SqlRows.Parameter("@a", k), hinted[k].NextDue!.Value);
                 }
                 batch.BatchCommands.Add(cmd);
+            }
+            if (removed.Count > 0)
+            {
+                batch.BatchCommands.Add(LanesCommand(ClaimSql.DeleteLanes(removed.Count), removed.Select(h => (h.JobId, h.Task))));
             }
             await batch.ExecuteNonQueryAsync(ct);
         }
@@ -60,67 +68,86 @@ internal sealed class ClaimClosing(HeldLanes held)
     }
 
     private async Task<(List<(long JobId, string Task, DateTime? NextDue)> Hints, Dictionary<long, DocRow> Docs)> ReadLanesAndDocumentsAsync(
-        MySqlConnection conn, MySqlTransaction tx, List<MySqlBatchCommand> writes, List<(long JobId, string Task)> lanes, List<long> documents,
+        MySqlConnection conn, MySqlTransaction tx, ClaimWrites writes, List<(long JobId, string Task)> lanes, List<long> documents,
         DateTime now, CancellationToken ct)
     {
         var hints = new List<(long JobId, string Task, DateTime? NextDue)>();
         var docs = new Dictionary<long, DocRow>();
         await using var batch = new MySqlBatch(conn, tx);
-        foreach (var w in writes)
+        writes.MoveTo(batch);
+        if (lanes.Count > 0)
         {
-            batch.BatchCommands.Add(w);
+            batch.BatchCommands.Add(LanesCommand(ClaimSql.LockLanes(lanes.Count), lanes));
+            batch.BatchCommands.Add(LanesCommand(ClaimSql.LanesNextDue(lanes.Count), lanes));
         }
-        writes.Clear();
-        foreach (var (jobId, task) in lanes)
+        if (documents.Count > 0)
         {
-            batch.BatchCommands.Add(LaneCommand(ClaimSql.LockLane, jobId, task));
-            batch.BatchCommands.Add(LaneCommand(ClaimSql.LaneNextDue, jobId, task));
-        }
-        foreach (var id in documents)
-        {
-            var cmd = new MySqlBatchCommand(ClaimSql.DocumentById);
-            cmd.Parameters.AddWithValue("@Id", id);
+            var cmd = new MySqlBatchCommand(ClaimSql.DocumentsByIds(documents.Count));
+            for (var k = 0; k < documents.Count; k++)
+            {
+                cmd.Parameters.AddWithValue(SqlRows.Parameter("@d", k), documents[k]);
+            }
             batch.BatchCommands.Add(cmd);
         }
         await using var reader = await batch.ExecuteReaderAsync(ct);
         var results = new BatchResults(reader);
-        foreach (var (jobId, task) in lanes)
+        if (lanes.Count > 0)
         {
-            var locked = await results.NextRowAsync(ct);
+            // Task names are lower case by validation, so they come back exactly as the walk read them.
+            var locked = new HashSet<(long, string)>();
+            await results.NextAsync(ct);
             while (await reader.ReadAsync(ct))
             {
+                locked.Add((reader.GetInt64(0), reader.GetString(1)));
             }
-            DateTime? due = await results.NextRowAsync(ct) && !await reader.IsDBNullAsync(0, ct) ? reader.GetDateTime(0) : null;
-            // A lane with an item due now is claimable as it stands: nothing to write.
-            if (due is null || due > now)
+            var due = new Dictionary<(long, string), DateTime>();
+            await results.NextAsync(ct);
+            while (await reader.ReadAsync(ct))
             {
-                if (locked)
+                due[(reader.GetInt64(0), reader.GetString(1))] = reader.GetDateTime(2);
+            }
+            foreach (var (jobId, task) in lanes)
+            {
+                DateTime? next = due.TryGetValue((jobId, task), out var d) ? d : null;
+                // A lane with an item due now is claimable as it stands: nothing to write.
+                if (next is not null && next <= now)
                 {
-                    hints.Add((jobId, task, due));
+                    continue;
+                }
+                if (locked.Contains((jobId, task)))
+                {
+                    hints.Add((jobId, task, next));
                 }
                 else
                 {
                     // Held by another transaction, which sets the hint itself if it changes the lane; until then (or
                     // until its next item falls due) this process's claims need not probe it again.
-                    held.Add(jobId, task, due, now);
+                    held.Add(jobId, task, next, now);
                 }
             }
         }
-        foreach (var id in documents)
+        if (documents.Count > 0)
         {
-            if (await results.NextRowAsync(ct))
+            await results.NextAsync(ct);
+            while (await reader.ReadAsync(ct))
             {
-                docs[id] = new DocRow(reader.GetInt64(0), reader.GetString(1), reader.GetString(2));
+                docs[reader.GetInt64(0)] = new DocRow(reader.GetInt64(0), reader.GetString(1), reader.GetString(2));
             }
         }
         return (hints, docs);
     }
 
-    private static MySqlBatchCommand LaneCommand(string sql, long jobId, string task)
+    /// <summary>A statement over lanes, lane k in <c>@j</c>k and <c>@k</c>k.</summary>
+    private static MySqlBatchCommand LanesCommand(string sql, IEnumerable<(long JobId, string Task)> lanes)
     {
         var cmd = new MySqlBatchCommand(sql);
-        cmd.Parameters.AddWithValue("@JobId", jobId);
-        cmd.Parameters.AddWithValue("@Task", task);
+        var k = 0;
+        foreach (var (jobId, task) in lanes)
+        {
+            cmd.Parameters.AddWithValue(SqlRows.Parameter("@j", k), jobId);
+            cmd.Parameters.AddWithValue(SqlRows.Parameter("@k", k), task);
+            k++;
+        }
         return cmd;
     }
 

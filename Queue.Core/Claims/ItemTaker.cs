@@ -33,7 +33,7 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
     public async Task<List<TakenItem>> TakeAsync(MySqlConnection conn, MySqlTransaction tx, IReadOnlyList<string> tasks,
         IReadOnlyList<ClaimSlot> slots, DateTime now, CancellationToken ct)
     {
-        var walk = new Walk(slots);
+        var walk = new Walk(slots, now);
         held.SkipIn(walk.Visited, now);
         for (var round = 0; round < MaxRounds && !walk.Full; round++)
         {
@@ -208,46 +208,39 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
         }
         var slot = walk.NextSlot;
         var token = RandomNumberGenerator.GetBytes(16);
-        var cmd = new MySqlBatchCommand(slot.Reservation ? ClaimSql.ReserveItem : ClaimSql.LeaseItem);
-        cmd.Parameters.AddWithValue("@Id", row.Id);
-        cmd.Parameters.AddWithValue("@Token", token);
-        cmd.Parameters.AddWithValue(slot.Reservation ? "@Until" : "@Expires", slot.Until);
-        cmd.Parameters.AddWithValue("@Expired", expired);
-        cmd.Parameters.AddWithValue("@Now", now);
-        if (!slot.Reservation)
+        if (slot.Reservation)
         {
-            cmd.Parameters.AddWithValue("@Worker", slot.Worker);
+            walk.Writes.Reserve(row.Id, token, slot.Until, expired);
         }
-        walk.Writes.Add(cmd);
+        else
+        {
+            walk.Writes.Lease(row.Id, token, slot.Until, slot.Worker, expired);
+        }
         // A reservation does not count as an attempt until it is handed out.
         var attempt = slot.Reservation ? row.Attempts : row.Attempts + 1;
         walk.Taken.Add(new TakenItem(row.Id, row.JobId, tenant, row.DocumentId, row.Task, attempt, token, slot.Until, slot.Reservation));
         return true;
     }
 
-    internal static async Task WriteAsync(MySqlConnection conn, MySqlTransaction tx, List<MySqlBatchCommand> writes, CancellationToken ct)
+    internal static async Task WriteAsync(MySqlConnection conn, MySqlTransaction tx, ClaimWrites writes, CancellationToken ct)
     {
-        if (writes.Count == 0)
+        if (writes.IsEmpty)
         {
             return;
         }
         await using var batch = new MySqlBatch(conn, tx);
-        foreach (var w in writes)
-        {
-            batch.BatchCommands.Add(w);
-        }
+        writes.MoveTo(batch);
         await batch.ExecuteNonQueryAsync(ct);
-        writes.Clear();
     }
 
     private sealed record LockedRow(long Id, long JobId, long DocumentId, string Task, sbyte State, int Attempts, DateTime? LeaseExpiresAt);
 
     /// <summary>One claim's progress: the slots, what they got so far, the writes not sent yet, the lanes seen and drained.</summary>
-    private sealed class Walk(IReadOnlyList<ClaimSlot> slots)
+    private sealed class Walk(IReadOnlyList<ClaimSlot> slots, DateTime now)
     {
         public List<TakenItem> Taken { get; } = new(slots.Count);
 
-        public List<MySqlBatchCommand> Writes { get; } = [];
+        public ClaimWrites Writes { get; } = new(now);
 
         public HashSet<(long JobId, string Task)> Visited { get; } = [];
 

@@ -43,13 +43,27 @@ public static class ClaimSql
         FOR UPDATE SKIP LOCKED
         """;
 
-    /// <summary>Hands one item to a worker: a fresh token, the lease expiry in due_at, one more attempt.</summary>
-    public const string LeaseItem = """
+    /// <summary>
+    /// Hands <paramref name="count"/> items to workers in one statement (PRIMARY, point ranges): row k's id, fresh token,
+    /// lease expiry (in due_at too) and worker are <c>@i</c>k, <c>@t</c>k, <c>@u</c>k and <c>@w</c>k, one attempt more
+    /// each; the rows listed in <paramref name="expired"/> were expired leases and record "lease expired". Single-table
+    /// SET clauses apply left to right, so due_at takes the new expiry.
+    /// </summary>
+    public static string LeaseItems(int count, IReadOnlyCollection<int> expired) => $"""
         UPDATE items
-        SET state = 1, attempts = attempts + 1, lease_token = @Token, lease_expires_at = @Expires, due_at = @Expires,
-            worker = @Worker, last_error = IF(@Expired, 'lease expired', last_error), updated_at = @Now
-        WHERE id = @Id
+        SET state = 1, attempts = attempts + 1,
+            lease_token = CASE id {SqlRows.Join("WHEN @i# THEN @t#", count, " ")} END,
+            lease_expires_at = CASE id {SqlRows.Join("WHEN @i# THEN @u#", count, " ")} END,
+            due_at = lease_expires_at,
+            worker = CASE id {SqlRows.Join("WHEN @i# THEN @w#", count, " ")} END,
+            last_error = {ExpiredError(expired)},
+            updated_at = @Now
+        WHERE id IN ({SqlRows.Join("@i#", count, ", ")})
         """;
+
+    private static string ExpiredError(IReadOnlyCollection<int> expired) => expired.Count == 0
+        ? "last_error"
+        : $"IF(id IN ({string.Join(", ", expired.Select(k => SqlRows.Parameter("@i", k)))}), 'lease expired', last_error)";
 
     /// <summary>
     /// Claim-ahead: holds one item for this process under a short reservation (lease_expires_at stays NULL, which marks
@@ -104,24 +118,55 @@ public static class ClaimSql
 
     public const string TenantNameById = "SELECT name FROM tenants WHERE id = @Id";
 
-    // ---- The lane hint, when a lane yielded nothing (docs/DESIGN.md).
+    // ---- The lane hints, when a claim may have emptied lanes (docs/DESIGN.md). One statement for all of a claim's
+    //      lanes, lane k in (@j k, @k k): a claim of eight one-item jobs sent eight statements of each kind here. Each
+    //      carries `job_id IN (...)` before the row-constructor list: MariaDB 10.11 plans an UPDATE or DELETE whose
+    //      list holds a single pair as a scan of the whole table (EXPLAIN: type index/ALL), which in a locking
+    //      statement would also wait on every lane another transaction holds; with the id list it is always a range
+    //      of PRIMARY (or of ix_items_claim).
 
-    /// <summary>One lane, locked without waiting (a lane an upload or a rewrite holds is skipped: they set the hint themselves). PK.</summary>
-    public const string LockLane = "SELECT 1 FROM ordering WHERE job_id = @JobId AND task = @Task FOR UPDATE SKIP LOCKED";
-
-    /// <summary>The earliest due time of a lane's active items (NULL: none left), on ix_items_claim.</summary>
-    public const string LaneNextDue = """
-        SELECT MIN(due_at) FROM items FORCE INDEX (ix_items_claim) WHERE job_id = @JobId AND task = @Task AND active = 1
+    /// <summary>The lanes, each locked without waiting (a lane an upload or a rewrite holds is skipped: they set the hint themselves); the ones locked.</summary>
+    public static string LockLanes(int count) => $"""
+        SELECT job_id, task FROM ordering
+        WHERE job_id IN ({LaneJobs(count)}) AND (job_id, task) IN ({LanePairs(count)})
+        FOR UPDATE SKIP LOCKED
         """;
 
-    public const string SetLaneHint = "UPDATE ordering SET available_at = @At WHERE job_id = @JobId AND task = @Task";
+    /// <summary>The earliest due time of each lane's active items; a lane without one has no row (ix_items_claim).</summary>
+    public static string LanesNextDue(int count) => $"""
+        SELECT job_id, task, MIN(due_at) FROM items FORCE INDEX (ix_items_claim)
+        WHERE job_id IN ({LaneJobs(count)}) AND (job_id, task, active) IN ({SqlRows.Join("(@j#, @k#, 1)", count, ", ")})
+        GROUP BY job_id, task
+        """;
 
+    /// <summary>Each lane's hint (<c>@a</c>k): nothing in it can be claimed before then.</summary>
+    public static string SetLaneHints(int count) => $"""
+        UPDATE ordering
+        SET available_at = CASE {SqlRows.Join("WHEN job_id = @j# AND task = @k# THEN @a#", count, " ")} ELSE available_at END
+        WHERE job_id IN ({LaneJobs(count)}) AND (job_id, task) IN ({LanePairs(count)})
+        """;
+
+    /// <summary>Lanes with no active item left.</summary>
+    public static string DeleteLanes(int count) => $"""
+        DELETE FROM ordering WHERE job_id IN ({LaneJobs(count)}) AND (job_id, task) IN ({LanePairs(count)})
+        """;
+
+    private static string LaneJobs(int count) => SqlRows.Join("@j#", count, ", ");
+
+    private static string LanePairs(int count) => SqlRows.Join("(@j#, @k#)", count, ", ");
+
+    /// <summary>The taken items' documents, for the answer (PRIMARY).</summary>
+    public static string DocumentsByIds(int count) => $"""
+        SELECT id, name, content_type FROM documents WHERE id IN ({SqlRows.Join("@d#", count, ", ")})
+        """;
+
+    /// <summary>One lane with no active item left (LaneJanitor; PRIMARY).</summary>
     public const string DeleteLane = "DELETE FROM ordering WHERE job_id = @JobId AND task = @Task";
 
-    /// <summary>An item became claimable at @At (a fail's due time, a release): the lane must not hide it.</summary>
     /// <summary>Which of the jobs of released items were cancelled meanwhile (PRIMARY).</summary>
     public const string CancelledJobsAmong = "SELECT id FROM jobs WHERE id IN @JobIds AND state = 3";
 
+    /// <summary>An item became claimable at @At (a fail's due time, a release): the lane must not hide it.</summary>
     public const string LowerLaneHint = """
         UPDATE ordering SET available_at = LEAST(available_at, @At) WHERE job_id = @JobId AND task = @Task
         """;

@@ -13,20 +13,28 @@ internal static class SqlRows
     /// <paramref name="head"/>, then <paramref name="count"/> copies of <paramref name="row"/> separated by commas, each
     /// with <c>#</c> replaced by its index (<c>#+1</c> by its index plus one), then <paramref name="tail"/>.
     /// </summary>
-    public static string Values(string head, string row, int count, string tail)
+    public static string Values(string head, string row, int count, string tail) =>
+        new StringBuilder(head.Length + (count * (row.Length + 8)) + tail.Length)
+            .Append(head).Append('\n').Append(Join(row, count, ",\n")).Append('\n').Append(tail).ToString();
+
+    /// <summary>
+    /// <paramref name="count"/> copies of <paramref name="row"/> separated by <paramref name="separator"/>, each with
+    /// <c>#</c> replaced by its index (<c>#+1</c> by its index plus one): <c>Join("@i#", 3, ", ")</c> is <c>@i0, @i1, @i2</c>.
+    /// </summary>
+    public static string Join(string row, int count, string separator)
     {
         ArgumentOutOfRangeException.ThrowIfLessThan(count, 1);
-        var sql = new StringBuilder(head.Length + (count * (row.Length + 8)) + tail.Length).Append(head).Append('\n');
+        var sql = new StringBuilder(count * (row.Length + separator.Length + 4));
         for (var i = 0; i < count; i++)
         {
             if (i > 0)
             {
-                sql.Append(",\n");
+                sql.Append(separator);
             }
             sql.Append(row.Replace("#+1", (i + 1).ToString(CultureInfo.InvariantCulture), StringComparison.Ordinal)
                 .Replace("#", i.ToString(CultureInfo.InvariantCulture), StringComparison.Ordinal));
         }
-        return sql.Append('\n').Append(tail).ToString();
+        return sql.ToString();
     }
 
     /// <summary>The name of the <paramref name="index"/>-th row's parameter <paramref name="prefix"/> (<c>@c</c> gives <c>@c0</c>, ...).</summary>

@@ -2,6 +2,7 @@ using System.Collections.Concurrent;
 using System.Net;
 using System.Net.Http.Json;
 using System.Text.Json;
+using Dapper;
 
 namespace Queue.Tests.Work;
 
@@ -45,5 +46,35 @@ public abstract class ClaimRaceTests<TFixture>(TFixture fx) where TFixture : Wor
         Assert.Equal(1000, claimed.Count);
         Assert.Equal(1000, claimed.Distinct().Count());
         Assert.Equal(1000L, await fx.ScalarAsync<long>("SELECT COUNT(*) FROM items WHERE job_id IN @Jobs AND state = 1 AND attempts = 1", new { Jobs = jobs }));
+    }
+
+    [Fact]
+    public async Task Concurrent_callers_served_together_each_hold_their_own_worker_name_lease_length_and_token()
+    {
+        var (tenant, _) = await fx.NewCustomerAsync();
+        await fx.NewJobAsync(tenant.Id, 64, ["own-lease"]);
+        var answers = await Task.WhenAll(Enumerable.Range(0, 8).Select(async w =>
+        {
+            using var http = fx.Worker();
+            var lease = 60 + (w * 30);
+            return (Worker: $"own-{w}", Lease: lease,
+                Items: await WorkFixture.ClaimAsync(http, new { worker = $"own-{w}", tasks = new[] { "own-lease" }, max = 2, lease }));
+        }));
+
+        var tokens = new HashSet<string>();
+        await using var conn = await fx.DataSource.OpenConnectionAsync();
+        foreach (var (worker, lease, items) in answers)
+        {
+            Assert.NotEmpty(items);
+            foreach (var i in items)
+            {
+                Assert.True(tokens.Add(i.GetProperty("leaseToken").GetString()!), "a lease token was issued twice");
+                var row = await conn.QuerySingleAsync<(string Worker, DateTime Expires)>(
+                    "SELECT worker, lease_expires_at FROM items WHERE id = @Id AND state = 1", new { Id = i.GetProperty("id").GetInt64() });
+                Assert.Equal(worker, row.Worker);
+                Assert.Equal(fx.Now.AddSeconds(lease), row.Expires, TimeSpan.FromSeconds(1));
+                Assert.Equal(row.Expires, i.GetProperty("leaseExpiresAt").GetDateTime().ToUniversalTime(), TimeSpan.FromMilliseconds(1));
+            }
+        }
     }
 }

@@ -30,6 +30,31 @@ public sealed class LeaseAndFailureTests(DirectClaimFixture fx) : IClassFixture<
     }
 
     [Fact]
+    public async Task A_claim_that_takes_an_expired_lease_with_fresh_items_records_the_expiry_on_that_item_alone()
+    {
+        var (tenant, _) = await fx.NewCustomerAsync();
+        await fx.NewJobAsync(tenant.Id, 3, ["expiry-mixed"]);
+        using var http = fx.Worker();
+        var first = await WorkFixture.ClaimOneAsync(http, new { worker = "a", tasks = new[] { "expiry-mixed" }, lease = 10 });
+        fx.Clock.Advance(TimeSpan.FromSeconds(10.5));
+
+        var items = await WorkFixture.ClaimAsync(http, new { worker = "b", tasks = new[] { "expiry-mixed" }, max = 3, lease = 60 });
+
+        Assert.Equal(3, items.Length);
+        Assert.Equal(3, items.Select(i => i.GetProperty("leaseToken").GetString()).Distinct().Count());
+        var expiredId = first.GetProperty("id").GetInt64();
+        foreach (var i in items)
+        {
+            var id = i.GetProperty("id").GetInt64();
+            var row = await fx.ItemAsync(id);
+            Assert.Equal(id == expiredId ? "lease expired" : null, row.LastError);
+            Assert.Equal(id == expiredId ? 2 : 1, row.Attempts);
+            Assert.Equal("b", await fx.ScalarAsync<string>("SELECT worker FROM items WHERE id = @Id", new { Id = id }));
+            Assert.Equal(fx.Clock.GetUtcNow().UtcDateTime.AddSeconds(60), row.DueAt, TimeSpan.FromSeconds(1));
+        }
+    }
+
+    [Fact]
     public async Task A_lease_that_expires_on_the_last_allowed_attempt_makes_the_item_dead()
     {
         var (tenant, _) = await fx.NewCustomerAsync(settings: new TenantSettings(["text"], MaxAttempts: 2));

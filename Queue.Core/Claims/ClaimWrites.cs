@@ -1,0 +1,56 @@
+using MySqlConnector;
+using Queue.Core.Data;
+using Queue.Core.Sql;
+
+namespace Queue.Core.Claims;
+
+/// <summary>
+/// A claim's item writes not sent yet: its leases go out as one statement however many there are
+/// (<see cref="ClaimSql.LeaseItems"/>), claim-ahead reservations one statement each. A claim of eight one-item jobs
+/// used to send eight lease statements (docs/DESIGN.md "Claim and completion round trips").
+/// </summary>
+internal sealed class ClaimWrites(DateTime now)
+{
+    private readonly List<(long Id, byte[] Token, DateTime Until, string? Worker, bool Expired)> leases = [];
+    private readonly List<MySqlBatchCommand> reservations = [];
+
+    public bool IsEmpty => leases.Count == 0 && reservations.Count == 0;
+
+    /// <summary>Gives item <paramref name="id"/> to <paramref name="worker"/> until <paramref name="until"/>; <paramref name="expired"/>: it was an expired lease.</summary>
+    public void Lease(long id, byte[] token, DateTime until, string? worker, bool expired) => leases.Add((id, token, until, worker, expired));
+
+    /// <summary>Holds item <paramref name="id"/> for this process's claim-ahead buffer until <paramref name="until"/>.</summary>
+    public void Reserve(long id, byte[] token, DateTime until, bool expired) =>
+        reservations.Add(BatchCommand.Of(ClaimSql.ReserveItem, ("@Id", id), ("@Token", token), ("@Until", until), ("@Expired", expired), ("@Now", now)));
+
+    /// <summary>Adds every pending write to <paramref name="batch"/> and forgets them.</summary>
+    public void MoveTo(MySqlBatch batch)
+    {
+        if (leases.Count > 0)
+        {
+            var expired = new List<int>();
+            var cmd = new MySqlBatchCommand();
+            for (var k = 0; k < leases.Count; k++)
+            {
+                var (id, token, until, worker, wasExpired) = leases[k];
+                cmd.Parameters.AddWithValue(SqlRows.Parameter("@i", k), id);
+                cmd.Parameters.AddWithValue(SqlRows.Parameter("@t", k), token);
+                cmd.Parameters.AddWithValue(SqlRows.Parameter("@u", k), until);
+                cmd.Parameters.AddWithValue(SqlRows.Parameter("@w", k), (object?)worker ?? DBNull.Value);
+                if (wasExpired)
+                {
+                    expired.Add(k);
+                }
+            }
+            cmd.Parameters.AddWithValue("@Now", now);
+            cmd.CommandText = ClaimSql.LeaseItems(leases.Count, expired);
+            batch.BatchCommands.Add(cmd);
+            leases.Clear();
+        }
+        foreach (var r in reservations)
+        {
+            batch.BatchCommands.Add(r);
+        }
+        reservations.Clear();
+    }
+}
