@@ -1,3 +1,4 @@
+using System.Globalization;
 using System.Security.Cryptography;
 using Dapper;
 using MySqlConnector;
@@ -143,44 +144,37 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
     }
 
     /// <summary>
-    /// Locks the claimable items of every lane of <paramref name="groups"/>, lowest id first, in one round trip (one
-    /// statement per lane in a batch); each lane is asked for at most <paramref name="want"/> (its quota, if less).
+    /// Locks the claimable items of every lane of <paramref name="groups"/>, lowest id first, in one statement and one
+    /// round trip (<see cref="ClaimSql.LockLanesItems"/>); each lane is asked for at most <paramref name="want"/> (its
+    /// quota, if less).
     /// </summary>
     private static async Task<List<List<List<LockedRow>>>> LockItemsAsync(MySqlConnection conn, MySqlTransaction tx,
         List<List<Lane>> groups, int want, DateTime now, CancellationToken ct)
     {
-        await using var batch = new MySqlBatch(conn, tx);
-        foreach (var lane in groups.SelectMany(g => g))
+        var lanes = groups.SelectMany(g => g).ToList();
+        var perLane = lanes.Select(_ => new List<LockedRow>()).ToList();
+        await using (var cmd = new MySqlCommand(ClaimSql.LockLanesItems(lanes.Count), conn, tx))
         {
-            var cmd = new MySqlBatchCommand(ClaimSql.LockLaneItems);
-            cmd.Parameters.AddWithValue("@JobId", lane.JobId);
-            cmd.Parameters.AddWithValue("@Task", lane.Task);
+            for (var k = 0; k < lanes.Count; k++)
+            {
+                cmd.Parameters.AddWithValue(SqlRows.Parameter("@j", k), lanes[k].JobId);
+                cmd.Parameters.AddWithValue(SqlRows.Parameter("@k", k), lanes[k].Task);
+                cmd.Parameters.AddWithValue(SqlRows.Parameter("@l", k), LimitOf(lanes[k], want));
+            }
             cmd.Parameters.AddWithValue("@Now", now);
-            cmd.Parameters.AddWithValue("@Limit", LimitOf(lane, want));
-            batch.BatchCommands.Add(cmd);
+            await using var reader = await cmd.ExecuteReaderAsync(ct);
+            var parse = reader.GetRowParser<LockedRow>(startIndex: 1);
+            while (await reader.ReadAsync(ct))
+            {
+                perLane[Convert.ToInt32(reader.GetValue(0), CultureInfo.InvariantCulture)].Add(parse(reader));
+            }
         }
         var result = new List<List<List<LockedRow>>>(groups.Count);
-        await using var reader = await batch.ExecuteReaderAsync(ct);
-        var parse = reader.GetRowParser<LockedRow>();
-        var first = true;
+        var next = 0;
         foreach (var group in groups)
         {
-            var perLane = new List<List<LockedRow>>(group.Count);
-            for (var k = 0; k < group.Count; k++)
-            {
-                if (!first)
-                {
-                    await reader.NextResultAsync(ct);
-                }
-                first = false;
-                var rows = new List<LockedRow>();
-                while (await reader.ReadAsync(ct))
-                {
-                    rows.Add(parse(reader));
-                }
-                perLane.Add(rows);
-            }
-            result.Add(perLane);
+            result.Add(perLane.GetRange(next, group.Count));
+            next += group.Count;
         }
         return result;
     }

@@ -33,7 +33,7 @@ public sealed class ClaimPlanTests
         args.Add("@Now", TenOClock.UtcDateTime);
         await using var conn = await db.DataSource.OpenConnectionAsync();
 
-        foreach (var sql in new[] { ClaimSql.LockLanes(lanes), ClaimSql.LanesNextDue(lanes), ClaimSql.SetLaneHints(lanes), ClaimSql.DeleteLanes(lanes) })
+        foreach (var sql in new[] { ClaimSql.LockLanesItems(lanes), ClaimSql.LockLanes(lanes), ClaimSql.LanesNextDue(lanes), ClaimSql.SetLaneHints(lanes), ClaimSql.DeleteLanes(lanes) })
         {
             var plan = (await conn.QueryAsync<PlanRow>("EXPLAIN " + sql, args)).ToList();
             Assert.NotEmpty(plan);
