@@ -21,9 +21,9 @@ internal sealed class ClaimClosing(HeldLanes held)
     /// active items, and the documents. A second round trip writes the hints. SKIP LOCKED: an upload's
     /// LEAST(available_at, now) is never lost under our hint, and a claim never waits for a lane a rewrite or an upload
     /// holds (those set the hint themselves). The due times are read after this claim's writes, so its own leases
-    /// count. Each kind is one statement for all lanes or documents of the claim, whatever their number: a claim of
-    /// eight one-item jobs used to send 32 statements here and 8 for the hints (docs/DESIGN.md "Claim and completion
-    /// round trips").
+    /// count. Each kind is one statement for up to <see cref="LaneCommand.MaxLanes"/> lanes, and one for all the
+    /// documents: a claim of eight one-item jobs used to send 32 statements here and 8 for the hints (docs/DESIGN.md
+    /// "Claim and completion round trips").
     /// </summary>
     public async Task CloseAsync(MySqlConnection conn, MySqlTransaction tx, ClaimWrites writes, List<Lane> emptied,
         List<TakenItem> taken, DateTime now, CancellationToken ct)
@@ -41,18 +41,18 @@ internal sealed class ClaimClosing(HeldLanes held)
         if (hints.Count > 0)
         {
             await using var batch = new MySqlBatch(conn, tx);
-            if (hinted.Count > 0)
+            foreach (var chunk in hinted.Chunk(LaneCommand.MaxLanes))
             {
-                var cmd = LanesCommand(ClaimSql.SetLaneHints(hinted.Count), hinted.Select(h => (h.JobId, h.Task)));
-                for (var k = 0; k < hinted.Count; k++)
+                var cmd = LaneCommand.Batch(ClaimSql.SetLaneHints(chunk.Length), chunk.Select(h => (h.JobId, h.Task)));
+                for (var k = 0; k < chunk.Length; k++)
                 {
-                    cmd.Parameters.AddWithValue(SqlRows.Parameter("@a", k), hinted[k].NextDue!.Value);
+                    cmd.Parameters.AddWithValue(SqlRows.Parameter("@a", k), chunk[k].NextDue!.Value);
                 }
                 batch.BatchCommands.Add(cmd);
             }
-            if (removed.Count > 0)
+            foreach (var chunk in removed.Chunk(LaneCommand.MaxLanes))
             {
-                batch.BatchCommands.Add(LanesCommand(ClaimSql.DeleteLanes(removed.Count), removed.Select(h => (h.JobId, h.Task))));
+                batch.BatchCommands.Add(LaneCommand.Batch(ClaimSql.DeleteLanes(chunk.Length), chunk.Select(h => (h.JobId, h.Task))));
             }
             await batch.ExecuteNonQueryAsync(ct);
         }
@@ -75,10 +75,11 @@ internal sealed class ClaimClosing(HeldLanes held)
         var docs = new Dictionary<long, DocRow>();
         await using var batch = new MySqlBatch(conn, tx);
         writes.MoveTo(batch);
-        if (lanes.Count > 0)
+        var chunks = lanes.Chunk(LaneCommand.MaxLanes).ToList();
+        foreach (var chunk in chunks)
         {
-            batch.BatchCommands.Add(LanesCommand(ClaimSql.LockLanes(lanes.Count), lanes));
-            batch.BatchCommands.Add(LanesCommand(ClaimSql.LanesNextDue(lanes.Count), lanes));
+            batch.BatchCommands.Add(LaneCommand.Batch(ClaimSql.LockLanes(chunk.Length), chunk));
+            batch.BatchCommands.Add(LaneCommand.Batch(ClaimSql.LanesNextDue(chunk.Length), chunk));
         }
         if (documents.Count > 0)
         {
@@ -95,16 +96,19 @@ internal sealed class ClaimClosing(HeldLanes held)
         {
             // Task names are lower case by validation, so they come back exactly as the walk read them.
             var locked = new HashSet<(long, string)>();
-            await results.NextAsync(ct);
-            while (await reader.ReadAsync(ct))
-            {
-                locked.Add((reader.GetInt64(0), reader.GetString(1)));
-            }
             var due = new Dictionary<(long, string), DateTime>();
-            await results.NextAsync(ct);
-            while (await reader.ReadAsync(ct))
+            foreach (var _ in chunks)
             {
-                due[(reader.GetInt64(0), reader.GetString(1))] = reader.GetDateTime(2);
+                await results.NextAsync(ct);
+                while (await reader.ReadAsync(ct))
+                {
+                    locked.Add((reader.GetInt64(0), reader.GetString(1)));
+                }
+                await results.NextAsync(ct);
+                while (await reader.ReadAsync(ct))
+                {
+                    due[(reader.GetInt64(0), reader.GetString(1))] = reader.GetDateTime(2);
+                }
             }
             foreach (var (jobId, task) in lanes)
             {
@@ -135,20 +139,6 @@ internal sealed class ClaimClosing(HeldLanes held)
             }
         }
         return (hints, docs);
-    }
-
-    /// <summary>A statement over lanes, lane k in <c>@j</c>k and <c>@k</c>k.</summary>
-    private static MySqlBatchCommand LanesCommand(string sql, IEnumerable<(long JobId, string Task)> lanes)
-    {
-        var cmd = new MySqlBatchCommand(sql);
-        var k = 0;
-        foreach (var (jobId, task) in lanes)
-        {
-            cmd.Parameters.AddWithValue(SqlRows.Parameter("@j", k), jobId);
-            cmd.Parameters.AddWithValue(SqlRows.Parameter("@k", k), task);
-            k++;
-        }
-        return cmd;
     }
 
     private async ValueTask<string> TenantNameAsync(MySqlConnection conn, MySqlTransaction tx, long tenantId, CancellationToken ct)

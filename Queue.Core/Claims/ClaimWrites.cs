@@ -11,6 +11,9 @@ namespace Queue.Core.Claims;
 /// </summary>
 internal sealed class ClaimWrites(DateTime now)
 {
+    /// <summary>Rows per multi-row statement, for the statements whose rows each pick their values from a CASE.</summary>
+    public const int RowsPerStatement = 64;
+
     private readonly List<(long Id, byte[] Token, DateTime Until, string? Worker, bool Expired)> leases = [];
     private readonly List<MySqlBatchCommand> reservations = [];
 
@@ -26,13 +29,15 @@ internal sealed class ClaimWrites(DateTime now)
     /// <summary>Adds every pending write to <paramref name="batch"/> and forgets them.</summary>
     public void MoveTo(MySqlBatch batch)
     {
-        if (leases.Count > 0)
+        // A statement per RowsPerStatement leases: each row's CASE arms are searched in order, so one statement for
+        // a thousand leases would make a million comparisons.
+        foreach (var chunk in leases.Chunk(RowsPerStatement))
         {
             var expired = new List<int>();
             var cmd = new MySqlBatchCommand();
-            for (var k = 0; k < leases.Count; k++)
+            for (var k = 0; k < chunk.Length; k++)
             {
-                var (id, token, until, worker, wasExpired) = leases[k];
+                var (id, token, until, worker, wasExpired) = chunk[k];
                 cmd.Parameters.AddWithValue(SqlRows.Parameter("@i", k), id);
                 cmd.Parameters.AddWithValue(SqlRows.Parameter("@t", k), token);
                 cmd.Parameters.AddWithValue(SqlRows.Parameter("@u", k), until);
@@ -43,10 +48,10 @@ internal sealed class ClaimWrites(DateTime now)
                 }
             }
             cmd.Parameters.AddWithValue("@Now", now);
-            cmd.CommandText = ClaimSql.LeaseItems(leases.Count, expired);
+            cmd.CommandText = ClaimSql.LeaseItems(chunk.Length, expired);
             batch.BatchCommands.Add(cmd);
-            leases.Clear();
         }
+        leases.Clear();
         foreach (var r in reservations)
         {
             batch.BatchCommands.Add(r);

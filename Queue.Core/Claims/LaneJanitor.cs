@@ -133,12 +133,9 @@ public sealed partial class LaneJanitor : IDrainable
             if (lanes.Count > 0)
             {
                 await using var batch = new MySqlBatch(conn, tx);
-                foreach (var (jobId, task) in lanes)
+                foreach (var chunk in lanes.Chunk(LaneCommand.MaxLanes))
                 {
-                    var cmd = new MySqlBatchCommand(ClaimSql.DeleteLane);
-                    cmd.Parameters.AddWithValue("@JobId", jobId);
-                    cmd.Parameters.AddWithValue("@Task", task);
-                    batch.BatchCommands.Add(cmd);
+                    batch.BatchCommands.Add(LaneCommand.Batch(ClaimSql.DeleteLanes(chunk.Length), chunk));
                 }
                 await batch.ExecuteNonQueryAsync(c);
             }

@@ -149,7 +149,7 @@ public static class ClaimSql
         WHERE job_id IN ({LaneJobs(count)}) AND (job_id, task) IN ({LanePairs(count)})
         """;
 
-    /// <summary>Lanes with no active item left.</summary>
+    /// <summary>Lanes with no active item left (a claim's closing, and LaneJanitor for the jobs that ran dry).</summary>
     public static string DeleteLanes(int count) => $"""
         DELETE FROM ordering WHERE job_id IN ({LaneJobs(count)}) AND (job_id, task) IN ({LanePairs(count)})
         """;
@@ -162,9 +162,6 @@ public static class ClaimSql
     public static string DocumentsByIds(int count) => $"""
         SELECT id, name, content_type FROM documents WHERE id IN ({SqlRows.Join("@d#", count, ", ")})
         """;
-
-    /// <summary>One lane with no active item left (LaneJanitor; PRIMARY).</summary>
-    public const string DeleteLane = "DELETE FROM ordering WHERE job_id = @JobId AND task = @Task";
 
     /// <summary>Which of the jobs of released items were cancelled meanwhile (PRIMARY).</summary>
     public const string CancelledJobsAmong = "SELECT id FROM jobs WHERE id IN @JobIds AND state = 3";
@@ -188,10 +185,13 @@ public static class ClaimSql
         FROM items WHERE id = @Id FOR UPDATE
         """;
 
-    /// <summary>One item of a grouped completion (a batch statement per item: batches carry no list parameters).</summary>
-    public const string CompleteItem = """
+    /// <summary>
+    /// Completes a grouped completion's items in one statement (PRIMARY), whatever their number: eight one-item jobs
+    /// sent eight statements here.
+    /// </summary>
+    public static string CompleteItems(int count) => $"""
         UPDATE items SET state = 2, lease_token = NULL, lease_expires_at = NULL, due_at = @Now, updated_at = @Now
-        WHERE id = @Id
+        WHERE id IN ({SqlRows.Join("@i#", count, ", ")})
         """;
 
     public const string KillItem = """
@@ -235,9 +235,23 @@ public static class ClaimSql
         FOR UPDATE SKIP LOCKED
         """;
 
-    /// <summary>One job after its counters moved, read back in the completion's batch: its tenant, and whether it ran dry.</summary>
-    public const string JobAfterCount = """
-        SELECT id AS Id, tenant_id AS TenantId, items_total - items_done - items_dead - items_cancelled AS Active FROM jobs WHERE id = @JobId
+    /// <summary>
+    /// <see cref="CountFinished"/> for the completions of several jobs in one statement (PRIMARY, rows locked in id
+    /// order): job k (<c>@j</c>k) gets <c>@n</c>k more done items and is closed out when nothing is left.
+    /// </summary>
+    public static string CountCompleted(int count) => $"""
+        UPDATE jobs
+        SET items_done = items_done + CASE id {SqlRows.Join("WHEN @j# THEN @n#", count, " ")} ELSE 0 END,
+            finished_at = IF(state = 1 AND items_total = items_done + items_dead + items_cancelled, @Now, finished_at),
+            state = IF(state = 1 AND items_total = items_done + items_dead + items_cancelled, 2, state),
+            updated_at = @Now
+        WHERE id IN ({SqlRows.Join("@j#", count, ", ")})
+        """;
+
+    /// <summary>The jobs after their counters moved, read back in the completion's batch: each one's tenant, and whether it ran dry.</summary>
+    public static string JobsAfterCount(int count) => $"""
+        SELECT id AS Id, tenant_id AS TenantId, items_total - items_done - items_dead - items_cancelled AS Active
+        FROM jobs WHERE id IN ({SqlRows.Join("@j#", count, ", ")})
         """;
 
     /// <summary>A job's active items after its counters moved in this transaction (PK).</summary>

@@ -5,9 +5,9 @@ using Queue.Tests.Scheduler;
 namespace Queue.Tests.Work;
 
 /// <summary>
-/// The lane statements of a claim, one statement for all of its lanes, stay point lookups however many lanes they
-/// carry: a plan that scans the ordering would cost every claim the whole queue, and in a locking statement wait on
-/// lanes that other transactions hold.
+/// The grouped statements of claims and completions, one statement for all of their lanes, items or jobs, stay point
+/// lookups however many rows they carry: a plan that scans a table would cost every claim the whole queue, and in a
+/// locking statement wait on rows that other transactions hold.
 /// </summary>
 public sealed class ClaimPlanTests
 {
@@ -16,12 +16,18 @@ public sealed class ClaimPlanTests
     [Theory]
     [InlineData(1)]
     [InlineData(3)]
-    public async Task Every_lane_statement_of_a_claim_reads_its_lanes_by_key_for_one_lane_and_for_several(int lanes)
+    public async Task Every_grouped_statement_of_claims_and_completions_reads_its_rows_by_key_for_one_row_and_for_several(int lanes)
     {
         await using var db = await FreshDatabase.CreateAsync();
         var bed = OrderingTestbed.At(db.DataSource, TenOClock);
         await bed.BulkJobsAsync(await db.NewTenantAsync(), 2000);
+        await using var conn = await db.DataSource.OpenConnectionAsync();
+        // An item per job, so that the items statements meet a table the size a queue has, not an empty one.
+        await conn.ExecuteAsync("INSERT INTO items (job_id, document_id, task, state, due_at, created_at, updated_at) SELECT id, id, tasks, 0, @Now, @Now, @Now FROM jobs",
+            new { Now = TenOClock.UtcDateTime });
+        await conn.ExecuteAsync("ANALYZE TABLE items, jobs, ordering");
         var picked = (await bed.LanesAsync()).Take(lanes).ToList();
+        var items = (await conn.QueryAsync<long>("SELECT id FROM items ORDER BY id LIMIT @N", new { N = lanes })).AsList();
         var args = new DynamicParameters();
         for (var k = 0; k < picked.Count; k++)
         {
@@ -29,11 +35,13 @@ public sealed class ClaimPlanTests
             args.Add($"@k{k}", picked[k].Task);
             args.Add($"@a{k}", TenOClock.UtcDateTime);
             args.Add($"@l{k}", 1);
+            args.Add($"@i{k}", items[k]);
+            args.Add($"@n{k}", 1);
         }
         args.Add("@Now", TenOClock.UtcDateTime);
-        await using var conn = await db.DataSource.OpenConnectionAsync();
 
-        foreach (var sql in new[] { ClaimSql.LockLanesItems(lanes), ClaimSql.LockLanes(lanes), ClaimSql.LanesNextDue(lanes), ClaimSql.SetLaneHints(lanes), ClaimSql.DeleteLanes(lanes) })
+        foreach (var sql in new[] { ClaimSql.LockLanesItems(lanes), ClaimSql.LockLanes(lanes), ClaimSql.LanesNextDue(lanes), ClaimSql.SetLaneHints(lanes), ClaimSql.DeleteLanes(lanes),
+            ClaimSql.CompleteItems(lanes), ClaimSql.CountCompleted(lanes), ClaimSql.JobsAfterCount(lanes) })
         {
             var plan = (await conn.QueryAsync<PlanRow>("EXPLAIN " + sql, args)).ToList();
             Assert.NotEmpty(plan);

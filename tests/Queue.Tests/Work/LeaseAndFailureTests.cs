@@ -55,6 +55,34 @@ public sealed class LeaseAndFailureTests(DirectClaimFixture fx) : IClassFixture<
     }
 
     [Fact]
+    public async Task A_hundred_one_item_jobs_claimed_in_one_call_are_all_leased_and_hidden_and_their_completions_close_every_job()
+    {
+        var (tenant, _) = await fx.NewCustomerAsync();
+        var jobs = new List<long>();
+        for (var j = 0; j < 100; j++)
+        {
+            jobs.Add(await fx.NewJobAsync(tenant.Id, 1, ["hundred"]));
+        }
+        using var http = fx.Worker();
+
+        // One claim transaction: more leases and lanes than one grouped statement carries.
+        var items = await WorkFixture.ClaimAsync(http, new { worker = "h", tasks = new[] { "hundred" }, max = 100 });
+
+        Assert.Equal(100, items.Length);
+        Assert.Equal(100, items.Select(i => i.GetProperty("leaseToken").GetString()).Distinct().Count());
+        Assert.Equal(100L, await fx.ScalarAsync<long>(
+            "SELECT COUNT(*) FROM items WHERE job_id IN @Jobs AND state = 1 AND attempts = 1 AND worker = 'h'", new { Jobs = jobs }));
+        Assert.Equal(100L, await fx.ScalarAsync<long>(
+            "SELECT COUNT(*) FROM ordering WHERE job_id IN @Jobs AND available_at > @Now", new { Jobs = jobs, fx.Now }));
+        Assert.Empty(await WorkFixture.ClaimAsync(http, new { tasks = new[] { "hundred" } }));
+
+        var answers = await Task.WhenAll(items.Select(i => WorkFixture.FinishAsync(http, i, "complete")));
+        Assert.All(answers, a => Assert.Equal(HttpStatusCode.NoContent, a.StatusCode));
+        Assert.Equal(100L, await fx.ScalarAsync<long>(
+            "SELECT COUNT(*) FROM jobs WHERE id IN @Jobs AND state = 2 AND items_done = 1 AND finished_at IS NOT NULL", new { Jobs = jobs }));
+    }
+
+    [Fact]
     public async Task A_lease_that_expires_on_the_last_allowed_attempt_makes_the_item_dead()
     {
         var (tenant, _) = await fx.NewCustomerAsync(settings: new TenantSettings(["text"], MaxAttempts: 2));
