@@ -43,16 +43,13 @@ internal sealed class ClaimClosing(HeldLanes held)
             await using var batch = new MySqlBatch(conn, tx);
             foreach (var chunk in hinted.Chunk(LaneCommand.MaxLanes))
             {
-                var cmd = LaneCommand.Batch(ClaimSql.SetLaneHints(chunk.Length), chunk.Select(h => (h.JobId, h.Task)));
-                for (var k = 0; k < chunk.Length; k++)
-                {
-                    cmd.Parameters.AddWithValue(SqlRows.Parameter("@a", k), chunk[k].NextDue!.Value);
-                }
+                var cmd = LaneCommand.Batch(ClaimSql.SetLaneHints(chunk.Length), chunk.Select(h => (h.JobId, h.Task)).ToList());
+                cmd.Parameters.AddNumbered("@a", chunk.Select(h => h.NextDue!.Value));
                 batch.BatchCommands.Add(cmd);
             }
             foreach (var chunk in removed.Chunk(LaneCommand.MaxLanes))
             {
-                batch.BatchCommands.Add(LaneCommand.Batch(ClaimSql.DeleteLanes(chunk.Length), chunk.Select(h => (h.JobId, h.Task))));
+                batch.BatchCommands.Add(LaneCommand.Batch(ClaimSql.DeleteLanes(chunk.Length), chunk.Select(h => (h.JobId, h.Task)).ToList()));
             }
             await batch.ExecuteNonQueryAsync(ct);
         }
@@ -84,10 +81,7 @@ internal sealed class ClaimClosing(HeldLanes held)
         if (documents.Count > 0)
         {
             var cmd = new MySqlBatchCommand(ClaimSql.DocumentsByIds(documents.Count));
-            for (var k = 0; k < documents.Count; k++)
-            {
-                cmd.Parameters.AddWithValue(SqlRows.Parameter("@d", k), documents[k]);
-            }
+            cmd.Parameters.AddNumbered("@d", documents);
             batch.BatchCommands.Add(cmd);
         }
         await using var reader = await batch.ExecuteReaderAsync(ct);

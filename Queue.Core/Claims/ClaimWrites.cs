@@ -33,22 +33,13 @@ internal sealed class ClaimWrites(DateTime now)
         // a thousand leases would make a million comparisons.
         foreach (var chunk in leases.Chunk(RowsPerStatement))
         {
-            var expired = new List<int>();
-            var cmd = new MySqlBatchCommand();
-            for (var k = 0; k < chunk.Length; k++)
-            {
-                var (id, token, until, worker, wasExpired) = chunk[k];
-                cmd.Parameters.AddWithValue(SqlRows.Parameter("@i", k), id);
-                cmd.Parameters.AddWithValue(SqlRows.Parameter("@t", k), token);
-                cmd.Parameters.AddWithValue(SqlRows.Parameter("@u", k), until);
-                cmd.Parameters.AddWithValue(SqlRows.Parameter("@w", k), (object?)worker ?? DBNull.Value);
-                if (wasExpired)
-                {
-                    expired.Add(k);
-                }
-            }
+            var expired = Enumerable.Range(0, chunk.Length).Where(k => chunk[k].Expired).ToList();
+            var cmd = new MySqlBatchCommand(ClaimSql.LeaseItems(chunk.Length, expired));
+            cmd.Parameters.AddNumbered("@i", chunk.Select(l => l.Id));
+            cmd.Parameters.AddNumbered("@t", chunk.Select(l => l.Token));
+            cmd.Parameters.AddNumbered("@u", chunk.Select(l => l.Until));
+            cmd.Parameters.AddNumbered("@w", chunk.Select(l => l.Worker));
             cmd.Parameters.AddWithValue("@Now", now);
-            cmd.CommandText = ClaimSql.LeaseItems(chunk.Length, expired);
             batch.BatchCommands.Add(cmd);
         }
         leases.Clear();

@@ -2,6 +2,7 @@ using System.Globalization;
 using System.Security.Cryptography;
 using Dapper;
 using MySqlConnector;
+using Queue.Core.Data;
 using Queue.Core.Jobs;
 using Queue.Core.Sql;
 
@@ -155,12 +156,8 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
         var perLane = lanes.Select(_ => new List<LockedRow>()).ToList();
         await using (var cmd = new MySqlCommand(ClaimSql.LockLanesItems(lanes.Count), conn, tx))
         {
-            for (var k = 0; k < lanes.Count; k++)
-            {
-                cmd.Parameters.AddWithValue(SqlRows.Parameter("@j", k), lanes[k].JobId);
-                cmd.Parameters.AddWithValue(SqlRows.Parameter("@k", k), lanes[k].Task);
-                cmd.Parameters.AddWithValue(SqlRows.Parameter("@l", k), LimitOf(lanes[k], want));
-            }
+            LaneCommand.AddLanes(cmd.Parameters, lanes.Select(l => (l.JobId, l.Task)).ToList());
+            cmd.Parameters.AddNumbered("@l", lanes.Select(l => LimitOf(l, want)));
             cmd.Parameters.AddWithValue("@Now", now);
             await using var reader = await cmd.ExecuteReaderAsync(ct);
             var parse = reader.GetRowParser<LockedRow>(startIndex: 1);

@@ -1,4 +1,5 @@
 using MySqlConnector;
+using Queue.Core.Data;
 using Queue.Core.Sql;
 
 namespace Queue.Core.Claims;
@@ -12,21 +13,16 @@ internal static class LaneCommand
     /// </summary>
     public const int MaxLanes = 16;
 
-    public static MySqlBatchCommand Batch(string sql, IEnumerable<(long JobId, string Task)> lanes)
+    public static MySqlBatchCommand Batch(string sql, IReadOnlyCollection<(long JobId, string Task)> lanes)
     {
         var cmd = new MySqlBatchCommand(sql);
-        Add(cmd.Parameters, lanes);
+        AddLanes(cmd.Parameters, lanes);
         return cmd;
     }
 
-    private static void Add(MySqlParameterCollection parameters, IEnumerable<(long JobId, string Task)> lanes)
+    public static void AddLanes(MySqlParameterCollection parameters, IReadOnlyCollection<(long JobId, string Task)> lanes)
     {
-        var k = 0;
-        foreach (var (jobId, task) in lanes)
-        {
-            parameters.AddWithValue(SqlRows.Parameter("@j", k), jobId);
-            parameters.AddWithValue(SqlRows.Parameter("@k", k), task);
-            k++;
-        }
+        parameters.AddNumbered("@j", lanes.Select(l => l.JobId));
+        parameters.AddNumbered("@k", lanes.Select(l => l.Task));
     }
 }

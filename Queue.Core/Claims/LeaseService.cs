@@ -110,10 +110,7 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
         foreach (var ids in done.Chunk(ClaimWrites.RowsPerStatement))
         {
             var items = new MySqlBatchCommand(ClaimSql.CompleteItems(ids.Length));
-            for (var k = 0; k < ids.Length; k++)
-            {
-                items.Parameters.AddWithValue(SqlRows.Parameter("@i", k), ids[k]);
-            }
+            items.Parameters.AddNumbered("@i", ids);
             items.Parameters.AddWithValue("@Now", now);
             batch.BatchCommands.Add(items);
         }
@@ -121,13 +118,10 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
         {
             var counts = new MySqlBatchCommand(ClaimSql.CountCompleted(jobs.Length));
             var after = new MySqlBatchCommand(ClaimSql.JobsAfterCount(jobs.Length));
-            for (var k = 0; k < jobs.Length; k++)
-            {
-                counts.Parameters.AddWithValue(SqlRows.Parameter("@j", k), jobs[k].Key);
-                counts.Parameters.AddWithValue(SqlRows.Parameter("@n", k), jobs[k].Value);
-                after.Parameters.AddWithValue(SqlRows.Parameter("@j", k), jobs[k].Key);
-            }
+            counts.Parameters.AddNumbered("@j", jobs.Select(j => j.Key));
+            counts.Parameters.AddNumbered("@n", jobs.Select(j => j.Value));
             counts.Parameters.AddWithValue("@Now", now);
+            after.Parameters.AddNumbered("@j", jobs.Select(j => j.Key));
             batch.BatchCommands.Add(counts);
             batch.BatchCommands.Add(after);
         }

@@ -14,4 +14,17 @@ internal static class BatchCommand
         }
         return c;
     }
+
+    /// <summary>
+    /// Row k's value of a multi-row statement (<see cref="Sql.SqlRows"/>) as <paramref name="prefix"/>k: <c>@d0</c>,
+    /// <c>@d1</c>, ... for <c>@d</c>.
+    /// </summary>
+    public static void AddNumbered<T>(this MySqlParameterCollection parameters, string prefix, IEnumerable<T> values)
+    {
+        var k = 0;
+        foreach (var v in values)
+        {
+            parameters.AddWithValue(Sql.SqlRows.Parameter(prefix, k++), (object?)v ?? DBNull.Value);
+        }
+    }
 }

@@ -206,13 +206,10 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
         c.Parameters.AddWithValue("@JobId", id);
         c.Parameters.AddWithValue("@TenantId", job.TenantId);
         c.Parameters.AddWithValue("@Now", now);
-        for (var k = 0; k < job.Documents.Count; k++)
-        {
-            c.Parameters.AddWithValue(SqlRows.Parameter("@n", k), job.Documents[k].Name);
-            c.Parameters.AddWithValue(SqlRows.Parameter("@t", k), job.Documents[k].ContentType);
-            c.Parameters.AddWithValue(SqlRows.Parameter("@s", k), (long)job.Documents[k].Content.Length);
-            c.Parameters.AddWithValue(SqlRows.Parameter("@h", k), job.Inline.Hashes[k]);
-        }
+        c.Parameters.AddNumbered("@n", job.Documents.Select(d => d.Name));
+        c.Parameters.AddNumbered("@t", job.Documents.Select(d => d.ContentType));
+        c.Parameters.AddNumbered("@s", job.Documents.Select(d => (long)d.Content.Length));
+        c.Parameters.AddNumbered("@h", job.Inline.Hashes);
         return c;
     }
 
@@ -220,10 +217,7 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
     {
         var c = new MySqlBatchCommand(JobSql.InsertInlineContents(job.Documents.Count));
         c.Parameters.AddWithValue("@JobId", id);
-        for (var k = 0; k < job.Documents.Count; k++)
-        {
-            c.Parameters.AddWithValue(SqlRows.Parameter("@c", k), job.Documents[k].Content);
-        }
+        c.Parameters.AddNumbered("@c", job.Documents.Select(d => d.Content));
         return c;
     }
 }

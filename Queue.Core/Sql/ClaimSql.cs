@@ -216,13 +216,18 @@ public static class ClaimSql
     /// Counts finished items on the job and closes it out when it is closed and nothing is active any more. MariaDB
     /// applies single-table SET clauses left to right, so finished_at and state see the new counters.
     /// </summary>
-    public const string CountFinished = """
+    public const string CountFinished = $"""
         UPDATE jobs
         SET items_done = items_done + @Done, items_dead = items_dead + @Dead, items_cancelled = items_cancelled + @Cancelled,
-            finished_at = IF(state = 1 AND items_total = items_done + items_dead + items_cancelled, @Now, finished_at),
+            {CloseOutWhenFinished}
+        WHERE id = @JobId
+        """;
+
+    /// <summary>After the counters in the same SET: a closed job with nothing active left is done, now.</summary>
+    private const string CloseOutWhenFinished = """
+        finished_at = IF(state = 1 AND items_total = items_done + items_dead + items_cancelled, @Now, finished_at),
             state = IF(state = 1 AND items_total = items_done + items_dead + items_cancelled, 2, state),
             updated_at = @Now
-        WHERE id = @JobId
         """;
 
     /// <summary>
@@ -242,9 +247,7 @@ public static class ClaimSql
     public static string CountCompleted(int count) => $"""
         UPDATE jobs
         SET items_done = items_done + CASE id {SqlRows.Join("WHEN @j# THEN @n#", count, " ")} ELSE 0 END,
-            finished_at = IF(state = 1 AND items_total = items_done + items_dead + items_cancelled, @Now, finished_at),
-            state = IF(state = 1 AND items_total = items_done + items_dead + items_cancelled, 2, state),
-            updated_at = @Now
+            {CloseOutWhenFinished}
         WHERE id IN ({SqlRows.Join("@j#", count, ", ")})
         """;
 
