@@ -224,6 +224,31 @@ public sealed class RewriteTests
         Assert.Equal(older, await conn.ExecuteScalarAsync<long>("SELECT job_id FROM ordering ORDER BY value, job_id LIMIT 1"));
     }
 
+    [Theory]
+    [InlineData(5)]
+    [InlineData(0)] // the wrap: the band before band 0 is the last one, at the top of BIGINT
+    public async Task Right_after_a_rewrite_a_lane_left_in_the_band_before_it_moves_into_the_rewrite_band_and_older_bands_wait_for_the_sweep(int band)
+    {
+        await using var db = await FreshDatabase.CreateAsync();
+        var bed = OrderingTestbed.At(db.DataSource, TenOClock); // smallest-first
+        var tenant = await db.NewTenantAsync();
+        var straggler = await bed.NewJobAsync(tenant, 3);
+        var older = await bed.NewJobAsync(tenant, 4);
+        var previous = band == 0 ? OrderingBand.Count - 1 : band - 1;
+        await using var conn = await db.DataSource.OpenConnectionAsync();
+        await conn.ExecuteAsync("UPDATE ordering_band SET band = @Band WHERE id = 1", new { Band = band });
+        await conn.ExecuteAsync("UPDATE ordering SET value = @Value WHERE job_id = @Id", new { Value = OrderingBand.Stored(previous, 3), Id = straggler });
+        await conn.ExecuteAsync("UPDATE ordering SET value = @Value WHERE job_id = @Id", new { Value = OrderingBand.Stored(previous - 1, 4), Id = older });
+
+        await conn.ExecuteAsync(Queue.Core.Sql.RewriteSql.MoveToBandAfterRewrite, new { Mode = "smallest" });
+
+        long StoredOf(long job) => conn.ExecuteScalar<long>("SELECT value FROM ordering WHERE job_id = @Id", new { Id = job });
+        Assert.Equal(OrderingBand.Stored(band, 3), StoredOf(straggler));
+        Assert.Equal(OrderingBand.Stored(previous - 1, 4), StoredOf(older));
+        await bed.Rewriter.ExpireOverridesAsync();
+        Assert.Equal(OrderingBand.Stored(band, 4), StoredOf(older));
+    }
+
     [Fact]
     public async Task A_rewrite_waits_for_a_writer_that_placed_lanes_in_the_old_band_and_commits_them_in_the_new_one()
     {
