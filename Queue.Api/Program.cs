@@ -13,7 +13,13 @@ builder.Services.AddFairnessApi();
 
 var app = builder.Build();
 app.UseApiProblems();
-app.UseHttpMetrics();
+// The duration histogram only: its _count is the request count, and the in-progress gauge and the counter were two
+// more middlewares on every request (docs/DESIGN.md "Peer speed").
+app.UseHttpMetrics(o =>
+{
+    o.InProgress.Enabled = false;
+    o.RequestCount.Enabled = false;
+});
 app.UseAuthentication();
 app.UseAuthorization();
 app.UseRateLimiter();

@@ -28,7 +28,7 @@ public static class JobsApi
     {
         var jobs = app.MapGroup("/jobs").RequireAuthorization(Roles.Customer).RequireRateLimiting(TenantRateLimitPolicy.Name)
             .WithTags("Jobs").ProducesProblem(401).ProducesProblem(403).ProducesProblem(429);
-        jobs.MapPost("", CreateAsync).AddEndpointFilter<IdempotencyFilter>()
+        jobs.MapPost("", CreateAsync).WithIdempotency()
             .Accepts<CreateJobRequest>("application/json").ProducesProblem(409).ProducesProblem(413).ProducesProblem(415).ProducesProblem(422)
             .WithSummary("Create a job, optionally with inline base64 documents").WithName("CreateJob")
             .DisableRequestTimeout(); // a 64 MiB body may take a while; its database wait is bounded by Jobs:DatabaseWaitMilliseconds
@@ -36,7 +36,7 @@ public static class JobsApi
         jobs.MapGet("/{id:long}", GetAsync).WithSummary("Job status: counts, position, ordering, ETA").WithName("GetJob");
         jobs.MapDelete("/{id:long}", CancelAsync).WithSummary("Cancel a job").WithName("CancelJob");
         jobs.MapPost("/{id:long}/close", CloseAsync).WithSummary("No more documents will come").WithName("CloseJob");
-        jobs.MapPost("/{id:long}/documents", UploadAsync).AddEndpointFilter<IdempotencyFilter>()
+        jobs.MapPost("/{id:long}/documents", UploadAsync).WithIdempotency()
             .Accepts<Stream>("application/octet-stream", "multipart/form-data", "*/*").ProducesProblem(413).ProducesProblem(422)
             .WithSummary("Add documents to an open job: a raw body with ?name=, or multipart/form-data").WithName("UploadDocuments")
             .DisableRequestTimeout(); // streamed: bounded by Kestrel's minimum data rate
@@ -48,6 +48,14 @@ public static class JobsApi
         jobs.MapGet("/{id:long}/items", ItemsAsync).WithSummary("The job's items with their last errors, in id order").WithName("ListItems");
         return app;
     }
+
+    /// <summary>
+    /// The idempotency filter, the singleton from DI. Not AddEndpointFilter&lt;T&gt;: its factory is built with
+    /// System.Linq.Expressions, an assembly nothing else in the Api loads (RSS, docs/DESIGN.md "Memory").
+    /// </summary>
+    private static RouteHandlerBuilder WithIdempotency(this RouteHandlerBuilder endpoint) =>
+        endpoint.AddEndpointFilter((invocation, next) =>
+            invocation.HttpContext.RequestServices.GetRequiredService<IdempotencyFilter>().InvokeAsync(invocation, next));
 
     private static async Task<Results<JsonCreated<CreatedJobResponse>, ValidationProblem, ProblemHttpResult>> CreateAsync(
         HttpContext http, ClaimsPrincipal user, JobService jobs, JobStatusService status, IOptions<ApiLimitsOptions> limits,
