@@ -51,7 +51,7 @@ public static class JobsApi
 
     /// <summary>
     /// The idempotency filter, the singleton from DI. Not AddEndpointFilter&lt;T&gt;: its factory is built with
-    /// System.Linq.Expressions, an assembly nothing else in the Api loads (RSS, docs/DESIGN.md "Memory").
+    /// System.Linq.Expressions, at start-up (README "Memory").
     /// </summary>
     private static RouteHandlerBuilder WithIdempotency(this RouteHandlerBuilder endpoint) =>
         endpoint.AddEndpointFilter((invocation, next) =>

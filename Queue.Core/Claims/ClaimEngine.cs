@@ -15,13 +15,16 @@ public sealed class ClaimEngine
     private readonly MySqlDataSource db;
     private readonly TimeProvider clock;
     private readonly ItemTaker taker;
+    private readonly LaneFloors floors;
 
-    public ClaimEngine(MySqlDataSource db, ILaneSelector selector, TimeProvider clock, ClaimCounters counters)
+    /// <param name="floors">Shared with <see cref="LeaseService"/>, whose retries and give-backs drop them; DI passes the one of the process.</param>
+    public ClaimEngine(MySqlDataSource db, ILaneSelector selector, TimeProvider clock, ClaimCounters counters, LaneFloors? floors = null)
     {
         this.db = db;
         this.clock = clock;
+        this.floors = floors ?? new LaneFloors();
         var held = new HeldLanes();
-        taker = new ItemTaker(selector, counters, new ClaimClosing(held), held);
+        taker = new ItemTaker(selector, counters, new ClaimClosing(held), held, this.floors);
     }
 
     /// <summary>Serves every order in one transaction; outcome k belongs to order k.</summary>
@@ -30,13 +33,15 @@ public sealed class ClaimEngine
         {
             var now = clock.GetUtcNow().UtcDateTime;
             var outcomes = new ClaimOutcome[orders.Count];
+            var taken = new List<TakenItem>();
             await using var conn = await db.OpenConnectionAsync(c);
             await using var tx = await conn.BeginReadCommittedAsync(c);
             for (var i = 0; i < orders.Count; i++)
             {
-                outcomes[i] = await FillAsync(conn, tx, orders[i], now, c);
+                outcomes[i] = await FillAsync(conn, tx, orders[i], now, taken, c);
             }
             await tx.CommitAsync(c);
+            floors.Advance(taken, now);
             return outcomes;
         }, ct);
 
@@ -44,7 +49,9 @@ public sealed class ClaimEngine
     /// Hands out the order's reserved items; a handout whose reservation was lost meanwhile (blocked, cancelled or
     /// expired) has its fallback slot claimed afresh, ahead of the order's own slots.
     /// </summary>
-    private async Task<ClaimOutcome> FillAsync(MySqlConnection conn, MySqlTransaction tx, ClaimOrder order, DateTime now, CancellationToken ct)
+    /// <param name="walked">Collects what the lane walks took (not the handouts, which earlier walks took), for the floors.</param>
+    private async Task<ClaimOutcome> FillAsync(MySqlConnection conn, MySqlTransaction tx, ClaimOrder order, DateTime now, List<TakenItem> walked,
+        CancellationToken ct)
     {
         var confirmed = await ConfirmAsync(conn, tx, order.Handouts, now, ct);
         var forHandouts = new TakenItem?[order.Handouts.Count];
@@ -69,6 +76,7 @@ public sealed class ClaimEngine
             return new ClaimOutcome(forHandouts, []);
         }
         var taken = await taker.TakeAsync(conn, tx, order.Tasks, slots, now, ct);
+        walked.AddRange(taken);
         for (var k = 0; k < lost.Count && k < taken.Count; k++)
         {
             forHandouts[lost[k]] = taken[k];

@@ -16,6 +16,7 @@ public static class ClaimServices
         services.TryAddSingleton<ILaneSelector, SeedLaneSelector>();
         services.TryAddSingleton<ClaimCounters>();
         services.TryAddSingleton<LaneJanitor>();
+        services.TryAddSingleton<LaneFloors>();
         services.TryAddSingleton<ClaimEngine>();
         services.TryAddSingleton<LeaseService>();
         services.TryAddSingleton<WorkStats>();

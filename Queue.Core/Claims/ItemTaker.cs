@@ -18,7 +18,7 @@ namespace Queue.Core.Claims;
 /// Round trips per round, whatever the number of lanes: the selector, the head job's lanes, then the round's other
 /// lanes in one batch (only when the head did not fill every slot), the writes.
 /// </remarks>
-internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, ClaimClosing closing, HeldLanes held)
+internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, ClaimClosing closing, HeldLanes held, LaneFloors floors)
 {
     private const int LanesPerRound = 8;
 
@@ -149,7 +149,7 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
     /// round trip (<see cref="ClaimSql.LockLanesItems"/>); each lane is asked for at most <paramref name="want"/> (its
     /// quota, if less).
     /// </summary>
-    private static async Task<List<List<List<LockedRow>>>> LockItemsAsync(MySqlConnection conn, MySqlTransaction tx,
+    private async Task<List<List<List<LockedRow>>>> LockItemsAsync(MySqlConnection conn, MySqlTransaction tx,
         List<List<Lane>> groups, int want, DateTime now, CancellationToken ct)
     {
         var lanes = groups.SelectMany(g => g).ToList();
@@ -158,6 +158,7 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
         {
             LaneCommand.AddLanes(cmd.Parameters, lanes.Select(l => (l.JobId, l.Task)).ToList());
             cmd.Parameters.AddNumbered("@l", lanes.Select(l => LimitOf(l, want)));
+            cmd.Parameters.AddNumbered("@f", lanes.Select(l => floors.Of(l.JobId, l.Task, now)));
             cmd.Parameters.AddWithValue("@Now", now);
             await using var reader = await cmd.ExecuteReaderAsync(ct);
             var parse = reader.GetRowParser<LockedRow>(startIndex: 1);

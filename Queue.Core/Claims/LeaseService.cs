@@ -13,7 +13,8 @@ namespace Queue.Core.Claims;
 /// were taken but never handed out. Each call is one short READ COMMITTED transaction; a lease is checked by its token
 /// in constant time, and an item is completed at most once, ever.
 /// </summary>
-public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJanitor janitor)
+/// <param name="floors">The claims' lane floors (<see cref="ClaimEngine"/>): a retry or a give-back drops its job's floors.</param>
+public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJanitor janitor, LaneFloors? floors = null)
 {
     /// <summary>
     /// Gives back items that were taken but never handed out (reservations, or leases of callers who left). An item
@@ -59,6 +60,7 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
             await tx.CommitAsync(c);
             return true;
         }, ct);
+        floors?.Forget(items.Select(i => i.JobId));
     }
 
     /// <summary>Completes many leases in one transaction; each gets its own outcome. At most one completion per item, ever.</summary>
@@ -185,6 +187,10 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
                 await conn.ExecuteAsync(new CommandDefinition(ClaimSql.LowerLaneHint, new { row.JobId, row.Task, At = due }, tx, cancellationToken: c));
             }
             await tx.CommitAsync(c);
+            if (!dead)
+            {
+                floors?.Forget([row.JobId]);
+            }
             return (FinishOutcome.Done, dead, job.TenantId);
         }, ct);
 

@@ -34,13 +34,14 @@ public static class ClaimSql
     /// each lane's lowest ids first, its position in <c>Lane</c>. Ready items and expired leases alike have due_at &lt;=
     /// now; rows another claimer holds are skipped rather than waited for. One statement whatever the number of lanes
     /// (a part per lane, each its own locking read on ix_items_claim, run in order): a round of eight one-item jobs sent
-    /// eight statements here.
+    /// eight statements here. Each lane's range starts after <c>@f</c>k, the lane's floor (<see cref="Claims.LaneFloors"/>;
+    /// 0 walks the whole lane): the entries below it that purge has not removed yet are not walked again.
     /// </summary>
     public static string LockLanesItems(int count) => SqlRows.Join("""
         (SELECT # AS Lane, id AS Id, job_id AS JobId, document_id AS DocumentId, task AS Task, state AS State,
                 attempts AS Attempts, lease_expires_at AS LeaseExpiresAt
          FROM items FORCE INDEX (ix_items_claim)
-         WHERE job_id = @j# AND task = @k# AND active = 1 AND due_at <= @Now
+         WHERE job_id = @j# AND task = @k# AND active = 1 AND id > @f# AND due_at <= @Now
          ORDER BY id
          LIMIT @l#
          FOR UPDATE SKIP LOCKED)

@@ -1,6 +1,8 @@
 using System.Net;
 using System.Net.Http.Json;
 using Queue.Api.Infrastructure;
+using Dapper;
+using Queue.Core.Claims;
 using Queue.Core.Security;
 
 namespace Queue.Tests.Work;
@@ -27,6 +29,45 @@ public sealed class LeaseAndFailureTests(DirectClaimFixture fx) : IClassFixture<
         Assert.True(ApiMetrics.LeasesExpired.Value >= expiredBefore + 1);
         Assert.Equal("lease expired", await fx.ScalarAsync<string>("SELECT error FROM item_errors WHERE item_id = @Id AND attempt = 1", new { Id = id }));
         Assert.Equal("lease expired", (await fx.ItemAsync(id)).LastError);
+    }
+
+    [Fact]
+    public async Task A_lanes_next_claim_starts_past_the_items_claims_took_there_and_a_claim_walks_the_whole_lane_again_after_a_second()
+    {
+        var (tenant, _) = await fx.NewCustomerAsync();
+        await fx.NewJobAsync(tenant.Id, 3, ["floor"]);
+        using var http = fx.Worker();
+        var first = (await WorkFixture.ClaimOneAsync(http, new { tasks = new[] { "floor" } })).GetProperty("id").GetInt64();
+        // Ready again below the lane's floor without this process hearing of it, as a give-back by another Api process.
+        await using (var conn = await fx.DataSource.OpenConnectionAsync())
+        {
+            await conn.ExecuteAsync("UPDATE items SET state = 0, lease_token = NULL, lease_expires_at = NULL, worker = NULL, due_at = @Now WHERE id = @Id",
+                new { fx.Now, Id = first });
+        }
+
+        var second = (await WorkFixture.ClaimOneAsync(http, new { tasks = new[] { "floor" } })).GetProperty("id").GetInt64();
+        fx.Clock.Advance(LaneFloors.Rescan);
+        var third = (await WorkFixture.ClaimOneAsync(http, new { tasks = new[] { "floor" } })).GetProperty("id").GetInt64();
+
+        Assert.True(second > first, "the claim walked the lane from its first item again");
+        Assert.Equal(first, third);
+    }
+
+    [Fact]
+    public async Task An_item_this_process_gives_back_below_the_lanes_floor_is_claimed_again_at_once()
+    {
+        var (tenant, _) = await fx.NewCustomerAsync();
+        await fx.NewJobAsync(tenant.Id, 3, ["floor-back"]);
+        using var http = fx.Worker();
+        var first = await WorkFixture.ClaimOneAsync(http, new { tasks = new[] { "floor-back" } });
+        var id = first.GetProperty("id").GetInt64();
+        var jobId = await fx.ScalarAsync<long>("SELECT job_id FROM items WHERE id = @Id", new { Id = id });
+        var token = Convert.FromHexString(first.GetProperty("leaseToken").GetString()!);
+        var lease = new TakenItem(id, jobId, tenant.Id, 0, "floor-back", 1, token, fx.Now.AddMinutes(1), Reservation: false);
+
+        await fx.Service<LeaseService>().ReleaseAsync([lease], default);
+
+        Assert.Equal(id, (await WorkFixture.ClaimOneAsync(http, new { tasks = new[] { "floor-back" } })).GetProperty("id").GetInt64());
     }
 
     [Fact]

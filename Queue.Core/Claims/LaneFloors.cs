@@ -1,0 +1,88 @@
+using System.Collections.Concurrent;
+
+namespace Queue.Core.Claims;
+
+/// <summary>
+/// Where a lane's next claim starts: past the highest item id this process's claims took from it. A claim takes a
+/// lane's lowest claimable ids, so what lies below that id is leased, finished, not due yet or held by another
+/// transaction. Without a floor every claim walked the lane's claim range from its first item, over the index entries
+/// that its items' claims and completions delete-marked and that purge has not removed yet: a cost that grows with the
+/// items consumed since purge last caught up (docs/DESIGN.md "Deep lanes"), so a big job drained slower than small ones,
+/// and a long-open read view (a backup's snapshot) made every claim slower by the minute.
+/// </summary>
+/// <remarks>
+/// An item below the floor can become claimable again: a fail's retry, an expired lease, a lease given back, an item
+/// another process skipped and then released, an id committed after a higher one. This process's fails and give-backs
+/// drop their jobs' floors at once (<see cref="Forget"/>); for the rest, a floor lasts at most <see cref="Rescan"/>,
+/// after which one claim walks the lane from its start again. So such an item waits up to <see cref="Rescan"/> longer
+/// than before, and none is ever left behind. Bounded: at most <see cref="MaxLanes"/> lanes.
+/// </remarks>
+public sealed class LaneFloors
+{
+    public static readonly TimeSpan Rescan = TimeSpan.FromSeconds(1);
+
+    public const int MaxLanes = 10_000;
+
+    private readonly ConcurrentDictionary<(long JobId, string Task), (long Floor, DateTime Until)> lanes = new();
+
+    /// <summary>The id a claim of the lane starts after: 0 (the whole lane) when there is no floor or it has lapsed.</summary>
+    public long Of(long jobId, string task, DateTime now) =>
+        lanes.TryGetValue((jobId, task), out var f) && f.Until > now ? f.Floor : 0;
+
+    /// <summary>
+    /// After a claim committed: each lane's floor rises to the highest id it took there. A lane with no standing floor
+    /// was walked from its start, so its new floor is good for <see cref="Rescan"/> from now.
+    /// </summary>
+    public void Advance(IEnumerable<TakenItem> taken, DateTime now)
+    {
+        foreach (var lane in taken.GroupBy(t => (t.JobId, t.Task)))
+        {
+            var top = lane.Max(t => t.Id);
+            if (lanes.TryGetValue(lane.Key, out var f) && f.Until > now)
+            {
+                if (top > f.Floor)
+                {
+                    lanes.TryUpdate(lane.Key, (top, f.Until), f);
+                }
+                continue;
+            }
+            if (lanes.Count >= MaxLanes)
+            {
+                Prune(now);
+                if (lanes.Count >= MaxLanes)
+                {
+                    continue;
+                }
+            }
+            lanes[lane.Key] = (top, now + Rescan);
+        }
+    }
+
+    /// <summary>Items of these jobs became claimable again below their floors (a retry, a give-back): walk them whole.</summary>
+    public void Forget(IEnumerable<long> jobIds)
+    {
+        if (lanes.IsEmpty)
+        {
+            return;
+        }
+        var jobs = jobIds.ToHashSet();
+        foreach (var lane in lanes.Keys)
+        {
+            if (jobs.Contains(lane.JobId))
+            {
+                lanes.TryRemove(lane, out _);
+            }
+        }
+    }
+
+    private void Prune(DateTime now)
+    {
+        foreach (var (lane, f) in lanes)
+        {
+            if (f.Until <= now)
+            {
+                lanes.TryRemove(KeyValuePair.Create(lane, f));
+            }
+        }
+    }
+}
