@@ -154,17 +154,27 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
     {
         var lanes = groups.SelectMany(g => g).ToList();
         var perLane = lanes.Select(_ => new List<LockedRow>()).ToList();
-        await using (var cmd = new MySqlCommand(ClaimSql.LockLanesItems(lanes.Count), conn, tx))
+        var floorOf = lanes.Select(l => floors.Of(l.JobId, l.Task, now)).ToList();
+        await using (var cmd = new MySqlCommand(ClaimSql.LockLanesItems(floorOf.Select(f => f > 0).ToList()), conn, tx))
         {
             LaneCommand.AddLanes(cmd.Parameters, lanes.Select(l => (l.JobId, l.Task)).ToList());
             cmd.Parameters.AddNumbered("@l", lanes.Select(l => LimitOf(l, want)));
-            cmd.Parameters.AddNumbered("@f", lanes.Select(l => floors.Of(l.JobId, l.Task, now)));
+            cmd.Parameters.AddNumbered("@f", floorOf);
             cmd.Parameters.AddWithValue("@Now", now);
             await using var reader = await cmd.ExecuteReaderAsync(ct);
             var parse = reader.GetRowParser<LockedRow>(startIndex: 1);
             while (await reader.ReadAsync(ct))
             {
                 perLane[Convert.ToInt32(reader.GetValue(0), CultureInfo.InvariantCulture)].Add(parse(reader));
+            }
+        }
+        // A lane that ran short above its floor may hold claimable items below it: rows that concurrent claimers had
+        // locked and then left, when another claim's floor passed them. The next claim walks it whole.
+        for (var k = 0; k < lanes.Count; k++)
+        {
+            if (floorOf[k] > 0 && perLane[k].Count < LimitOf(lanes[k], want))
+            {
+                floors.Drop(lanes[k].JobId, lanes[k].Task);
             }
         }
         var result = new List<List<List<LockedRow>>>(groups.Count);

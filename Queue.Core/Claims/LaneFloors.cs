@@ -15,7 +15,10 @@ namespace Queue.Core.Claims;
 /// another process skipped and then released, an id committed after a higher one. This process's fails and give-backs
 /// drop their jobs' floors at once (<see cref="Forget"/>); for the rest, a floor lasts at most <see cref="Rescan"/>,
 /// after which one claim walks the lane from its start again. So such an item waits up to <see cref="Rescan"/> longer
-/// than before, and none is ever left behind. Bounded: at most <see cref="MaxLanes"/> lanes.
+/// than before, and none is ever left behind. Concurrent claims leave holes: a claim locks rows in several lanes and
+/// takes only some, and another claim's floor may pass the rows it skipped as locked; so a lane that runs short above
+/// its floor has it dropped at once (<see cref="Drop"/>), and the next claim walks it whole. Bounded: at most
+/// <see cref="MaxLanes"/> lanes.
 /// </remarks>
 public sealed class LaneFloors
 {
@@ -57,6 +60,9 @@ public sealed class LaneFloors
             lanes[lane.Key] = (top, now + Rescan);
         }
     }
+
+    /// <summary>The lane ran short above its floor: its next claim walks it whole.</summary>
+    public void Drop(long jobId, string task) => lanes.TryRemove((jobId, task), out _);
 
     /// <summary>Items of these jobs became claimable again below their floors (a retry, a give-back): walk them whole.</summary>
     public void Forget(IEnumerable<long> jobIds)
