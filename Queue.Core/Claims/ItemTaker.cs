@@ -154,11 +154,12 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
     {
         var lanes = groups.SelectMany(g => g).ToList();
         var perLane = lanes.Select(_ => new List<LockedRow>()).ToList();
+        var limits = lanes.Select(l => LimitOf(l, want)).ToList();
         var floorOf = lanes.Select(l => floors.Of(l.JobId, l.Task, now)).ToList();
         await using (var cmd = new MySqlCommand(ClaimSql.LockLanesItems(floorOf.Select(f => f > 0).ToList()), conn, tx))
         {
             LaneCommand.AddLanes(cmd.Parameters, lanes.Select(l => (l.JobId, l.Task)).ToList());
-            cmd.Parameters.AddNumbered("@l", lanes.Select(l => LimitOf(l, want)));
+            cmd.Parameters.AddNumbered("@l", limits);
             cmd.Parameters.AddNumbered("@f", floorOf);
             cmd.Parameters.AddWithValue("@Now", now);
             await using var reader = await cmd.ExecuteReaderAsync(ct);
@@ -172,7 +173,7 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
         // locked and then left, when another claim's floor passed them. The next claim walks it whole.
         for (var k = 0; k < lanes.Count; k++)
         {
-            if (floorOf[k] > 0 && perLane[k].Count < LimitOf(lanes[k], want))
+            if (floorOf[k] > 0 && perLane[k].Count < limits[k])
             {
                 floors.Drop(lanes[k].JobId, lanes[k].Task);
             }

@@ -13,11 +13,11 @@ namespace Queue.Core.Claims;
 /// <remarks>
 /// An item below the floor can become claimable again: a fail's retry, an expired lease, a lease given back, an item
 /// another process skipped and then released, an id committed after a higher one. This process's fails and give-backs
-/// drop their jobs' floors at once (<see cref="Forget"/>); for the rest, a floor lasts at most <see cref="Rescan"/>,
+/// drop their lanes' floors at once (<see cref="Drop"/>); for the rest, a floor lasts at most <see cref="Rescan"/>,
 /// after which one claim walks the lane from its start again. So such an item waits up to <see cref="Rescan"/> longer
 /// than before, and none is ever left behind. Concurrent claims leave holes: a claim locks rows in several lanes and
 /// takes only some, and another claim's floor may pass the rows it skipped as locked; so a lane that runs short above
-/// its floor has it dropped at once (<see cref="Drop"/>), and the next claim walks it whole. Bounded: at most
+/// its floor has it dropped at once, and the next claim walks it whole. Bounded: at most
 /// <see cref="MaxLanes"/> lanes.
 /// </remarks>
 public sealed class LaneFloors
@@ -61,25 +61,11 @@ public sealed class LaneFloors
         }
     }
 
-    /// <summary>The lane ran short above its floor: its next claim walks it whole.</summary>
+    /// <summary>
+    /// The lane may have claimable items below its floor (a retry, a give-back, or it ran short above the floor): its
+    /// next claim walks it whole.
+    /// </summary>
     public void Drop(long jobId, string task) => lanes.TryRemove((jobId, task), out _);
-
-    /// <summary>Items of these jobs became claimable again below their floors (a retry, a give-back): walk them whole.</summary>
-    public void Forget(IEnumerable<long> jobIds)
-    {
-        if (lanes.IsEmpty)
-        {
-            return;
-        }
-        var jobs = jobIds.ToHashSet();
-        foreach (var lane in lanes.Keys)
-        {
-            if (jobs.Contains(lane.JobId))
-            {
-                lanes.TryRemove(lane, out _);
-            }
-        }
-    }
 
     private void Prune(DateTime now)
     {

@@ -13,7 +13,7 @@ namespace Queue.Core.Claims;
 /// were taken but never handed out. Each call is one short READ COMMITTED transaction; a lease is checked by its token
 /// in constant time, and an item is completed at most once, ever.
 /// </summary>
-/// <param name="floors">The claims' lane floors (<see cref="ClaimEngine"/>): a retry or a give-back drops its job's floors.</param>
+/// <param name="floors">The claims' lane floors (<see cref="ClaimEngine"/>): a retry or a give-back drops its lane's floor.</param>
 public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJanitor janitor, LaneFloors? floors = null)
 {
     /// <summary>
@@ -60,7 +60,10 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
             await tx.CommitAsync(c);
             return true;
         }, ct);
-        floors?.Forget(items.Select(i => i.JobId));
+        foreach (var item in items)
+        {
+            floors?.Drop(item.JobId, item.Task);
+        }
     }
 
     /// <summary>Completes many leases in one transaction; each gets its own outcome. At most one completion per item, ever.</summary>
@@ -189,7 +192,7 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
             await tx.CommitAsync(c);
             if (!dead)
             {
-                floors?.Forget([row.JobId]);
+                floors?.Drop(row.JobId, row.Task);
             }
             return (FinishOutcome.Done, dead, job.TenantId);
         }, ct);

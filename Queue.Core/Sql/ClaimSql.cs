@@ -1,4 +1,3 @@
-using System.Globalization;
 namespace Queue.Core.Sql;
 
 /// <summary>
@@ -41,8 +40,7 @@ public static class ClaimSql
     /// make it a range, which cost about 10 % of the claims under 16 concurrent SKIP LOCKED claimers).
     /// </summary>
     public static string LockLanesItems(IReadOnlyList<bool> floored) =>
-        string.Join("\nUNION ALL\n", floored.Select((f, k) =>
-            (f ? LockLanePartFromFloor : LockLanePart).Replace("#", k.ToString(CultureInfo.InvariantCulture), StringComparison.Ordinal)));
+        string.Join("\nUNION ALL\n", floored.Select((f, k) => SqlRows.Row(f ? LockLanePartFromFloor : LockLanePart, k)));
 
     /// <summary>One lane of <see cref="LockLanesItems"/>, walked from its first item: equality on every key part before id.</summary>
     private static readonly string LockLanePart = LockLane.Replace("{floor}", "", StringComparison.Ordinal);

@@ -31,11 +31,15 @@ internal static class SqlRows
             {
                 sql.Append(separator);
             }
-            sql.Append(row.Replace("#+1", (i + 1).ToString(CultureInfo.InvariantCulture), StringComparison.Ordinal)
-                .Replace("#", i.ToString(CultureInfo.InvariantCulture), StringComparison.Ordinal));
+            sql.Append(Row(row, i));
         }
         return sql.ToString();
     }
+
+    /// <summary>Row <paramref name="index"/> of a multi-row statement: <c>#</c> replaced by the index, <c>#+1</c> by the index plus one.</summary>
+    public static string Row(string row, int index) =>
+        row.Replace("#+1", (index + 1).ToString(CultureInfo.InvariantCulture), StringComparison.Ordinal)
+            .Replace("#", index.ToString(CultureInfo.InvariantCulture), StringComparison.Ordinal);
 
     /// <summary>The name of the <paramref name="index"/>-th row's parameter <paramref name="prefix"/> (<c>@c</c> gives <c>@c0</c>, ...).</summary>
     public static string Parameter(string prefix, int index) => prefix + index.ToString(CultureInfo.InvariantCulture);
