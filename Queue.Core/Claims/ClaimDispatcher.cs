@@ -29,6 +29,13 @@ public sealed partial class ClaimDispatcher
     private readonly GroupCommitQueue<Waiter> queue;
     private readonly Lock gate = new();
     private readonly Dictionary<string, ClaimAhead> aheads = new(StringComparer.Ordinal);
+    private readonly CallerPeak callers = new();
+
+    /// <summary>
+    /// A transaction gathers only up to this many callers. Past it the per-transaction cost is spread thin already, and
+    /// waiting for more only idles the box: drains at 64 workers (batches of about 32) lost 7 % gathering for all 64.
+    /// </summary>
+    private const int GatherBelow = 16;
 
     public ClaimDispatcher(ClaimEngine engine, LeaseService leases, TimeProvider clock, IOptions<ClaimOptions> options, WorkStats stats,
         BackgroundWork host, ILogger<ClaimDispatcher> logger)
@@ -41,6 +48,10 @@ public sealed partial class ClaimDispatcher
         var o = options.Value;
         queue = new(host, "claims", o.MaxPending, o.MaxConcurrentFlushes, p => Math.Min(p.Count, o.MaxBatch), FlushAsync,
             (ex, n) => LogFlushFailed(logger, ex, n), w => Volatile.Read(ref w.State) == Abandoned);
+        if (o.GatherMicroseconds > 0)
+        {
+            queue.GatherUpTo(() => Math.Min(callers.Peak, Math.Min(GatherBelow, o.MaxBatch)), TimeSpan.FromMicroseconds(o.GatherMicroseconds));
+        }
     }
 
     /// <summary>Items held claimed-ahead in memory right now (all task filters).</summary>
@@ -59,9 +70,10 @@ public sealed partial class ClaimDispatcher
     public async Task<IReadOnlyList<TakenItem>> ClaimAsync(ClaimRequest request, CancellationToken ct)
     {
         var w = new Waiter(request);
-        queue.Enqueue(w);
+        callers.Enter();
         try
         {
+            queue.Enqueue(w);
             return await w.Result.Task.WaitAsync(TimeSpan.FromMilliseconds(options.Value.DatabaseWaitMilliseconds), ct);
         }
         catch (Exception ex) when (ex is TimeoutException or OperationCanceledException)
@@ -82,6 +94,10 @@ public sealed partial class ClaimDispatcher
                 throw;
             }
             return items;
+        }
+        finally
+        {
+            callers.Leave();
         }
     }
 

@@ -30,6 +30,14 @@ public sealed class ClaimOptions
     /// </summary>
     public int MaxConcurrentFlushes { get; set; } = 1;
 
+    /// <summary>
+    /// How long a claim transaction may wait, before it starts, for the callers that are about to come back: until as many
+    /// are queued as were inside /next at once lately (<see cref="CallerPeak"/>). A lone worker never waits. 0 turns it
+    /// off. With 16 workers draining one-item jobs, callers came in two alternating halves, each a transaction of its
+    /// own; gathered, one transaction serves them all (docs/DESIGN.md "Gathering claims").
+    /// </summary>
+    public int GatherMicroseconds { get; set; } = 1000;
+
     /// <summary>How long a call waits for its grouped transaction before it answers 503 with Retry-After.</summary>
     public int DatabaseWaitMilliseconds { get; set; } = 5000;
 
@@ -58,6 +66,7 @@ public sealed class ClaimOptionsRules() : OptionsRules<ClaimOptions>("Claims")
         (nameof(o.MaxPending), o.MaxPending > 0, "must be positive"),
         (nameof(o.MaxBatch), o.MaxBatch is > 0 and <= 10_000, "must be 1 to 10000"),
         (nameof(o.MaxConcurrentFlushes), o.MaxConcurrentFlushes is >= 1 and <= 16, "must be 1 to 16"),
+        (nameof(o.GatherMicroseconds), o.GatherMicroseconds is >= 0 and <= 100_000, "must be 0 to 100000"),
         (nameof(o.DatabaseWaitMilliseconds), o.DatabaseWaitMilliseconds > 0, "must be positive"),
         (nameof(o.PollMilliseconds), o.PollMilliseconds is >= 10 and <= 60_000, "must be 10 to 60000"),
         (nameof(o.WakeMilliseconds), o.WakeMilliseconds is >= 5 and <= 60_000, "must be 5 to 60000"),

@@ -25,6 +25,20 @@ internal sealed class GroupCommitQueue<T> : IDrainable
     private readonly Predicate<T>? gone;
     private int flushing;
     private TaskCompletionSource? idle;
+    private Func<int>? gatherTarget;
+    private TimeSpan gatherFor;
+    private TaskCompletionSource? gathered;
+    private int gatherAt;
+
+    /// <summary>
+    /// Before taking a batch, wait up to <paramref name="within"/> until <paramref name="target"/>() operations are
+    /// queued, so callers who are about to come back join this transaction instead of the next.
+    /// </summary>
+    public void GatherUpTo(Func<int> target, TimeSpan within)
+    {
+        gatherTarget = target;
+        gatherFor = within;
+    }
 
     /// <param name="batchSize">How many operations from the head of the queue (never empty) the next batch takes; at least 1.</param>
     /// <param name="gone">Operations whose caller gave up before their batch was taken: dropped unwritten.</param>
@@ -50,8 +64,7 @@ internal sealed class GroupCommitQueue<T> : IDrainable
             {
                 throw new ServiceBusyException($"too many {what} are waiting for the database");
             }
-            pending.Add(item);
-            StartLocked();
+            AddLocked(item);
         }
     }
 
@@ -60,9 +73,18 @@ internal sealed class GroupCommitQueue<T> : IDrainable
     {
         lock (gate)
         {
-            pending.Add(item);
-            StartLocked();
+            AddLocked(item);
         }
+    }
+
+    private void AddLocked(T item)
+    {
+        pending.Add(item);
+        if (gathered is not null && pending.Count >= gatherAt)
+        {
+            gathered.TrySetResult();
+        }
+        StartLocked();
     }
 
     /// <summary>Completes when no batch is queued or in flight (or <paramref name="ct"/> gives up).</summary>
@@ -88,10 +110,44 @@ internal sealed class GroupCommitQueue<T> : IDrainable
         }
     }
 
+    /// <summary>Waits, before a batch is taken, until the gather target is queued or the gather time is up (see <see cref="GatherUpTo"/>).</summary>
+    private async Task GatherAsync()
+    {
+        Task enough;
+        lock (gate)
+        {
+            // One loop gathers at a time; with more flushes allowed, the others take what is there.
+            var target = gatherTarget!();
+            if (gathered is not null || pending.Count == 0 || pending.Count >= target)
+            {
+                return;
+            }
+            gatherAt = target;
+            gathered = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+            enough = gathered.Task;
+        }
+        try
+        {
+            await enough.WaitAsync(gatherFor);
+        }
+        catch (TimeoutException)
+        {
+            // The callers did not all come back in time: the batch goes with those that did.
+        }
+        lock (gate)
+        {
+            gathered = null;
+        }
+    }
+
     private async Task FlushLoopAsync()
     {
         while (true)
         {
+            if (gatherTarget is not null)
+            {
+                await GatherAsync();
+            }
             List<T> batch;
             lock (gate)
             {
