@@ -134,20 +134,9 @@ public static class ClaimBench
     /// <summary>Waits until purge has caught up with the seeding (or <paramref name="cap"/> passed); dirty pages are printed, not awaited (flushing millions of them takes longer than the run).</summary>
     private static async Task SettleAsync(MySqlDataSource db, TimeSpan cap)
     {
-        var watch = Stopwatch.StartNew();
-        await using var conn = await db.OpenConnectionAsync();
-        var (history, dirty) = (0L, 0L);
-        while (watch.Elapsed < cap)
-        {
-            (history, dirty) = await conn.QuerySingleAsync<(long, long)>(ClaimBenchSql.Backlog);
-            if (history < 1000)
-            {
-                break;
-            }
-            await Task.Delay(1000);
-        }
+        var (waited, history, dirty) = await Purge.UntilHistoryBelowAsync(db, 1000, cap, TimeSpan.FromSeconds(1));
         Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
-            $"settled in {watch.Elapsed.TotalSeconds:F0} s (history list {history:N0}, dirty pages {dirty:N0})"));
+            $"settled in {waited.TotalSeconds:F0} s (history list {history:N0}, dirty pages {dirty:N0})"));
     }
 
     private static async Task SeedAsync(MySqlDataSource db, long tenantId, string task, int jobs, int perJob)

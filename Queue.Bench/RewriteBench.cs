@@ -66,7 +66,7 @@ public static class RewriteBench
             // entries and row versions. Back to back, each rewrite also paid for the last one's purge running beside it
             // (about 2 s of purge at 100k jobs): 1.99-2.05 s worst of 4 against 1.69-1.89 s once purge caught up.
             // Figure 2 still runs rewrites back to back, under claims.
-            var purge = await PurgedAsync(db, TimeSpan.FromSeconds(jobs / 2_000 + 30));
+            var (purge, _, _) = await Purge.UntilHistoryBelowAsync(db, 1, TimeSpan.FromSeconds(jobs / 2_000 + 30), TimeSpan.FromMilliseconds(200));
             var r = await RewriteNextAsync();
             alone.RecordValue((long)r.Duration.TotalMicroseconds);
             worst = r.Duration > worst ? r.Duration : worst;
@@ -98,21 +98,6 @@ public static class RewriteBench
         report.Target("claim-p99-during-rewrite", string.Create(CultureInfo.InvariantCulture,
             $"{p99During:F1} ms vs {p99Quiet:F1} ms without, {ratio:F2}x{rankedNote}"), "<= 1.5x", rankedAll && ratio <= 1.5);
         return report.Finish();
-    }
-
-    /// <summary>
-    /// Waits until purge has removed what earlier transactions left (history list empty), or <paramref name="cap"/>
-    /// passed, and returns how long that took.
-    /// </summary>
-    private static async Task<TimeSpan> PurgedAsync(MySqlDataSource db, TimeSpan cap)
-    {
-        var watch = Stopwatch.StartNew();
-        await using var conn = await db.OpenConnectionAsync();
-        while (watch.Elapsed < cap && (await conn.QuerySingleAsync<(long History, long Dirty)>(ClaimBenchSql.Backlog)).History > 0)
-        {
-            await System.Threading.Tasks.Task.Delay(200);
-        }
-        return watch.Elapsed;
     }
 
     private static async Task SeedAsync(MySqlDataSource db, long tenantId, int jobs, int perJob)

@@ -160,7 +160,14 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
         {
             LaneCommand.AddLanes(cmd.Parameters, lanes.Select(l => (l.JobId, l.Task)).ToList());
             cmd.Parameters.AddNumbered("@l", limits);
-            cmd.Parameters.AddNumbered("@f", floorOf);
+            for (var k = 0; k < lanes.Count; k++)
+            {
+                // Only the parts that start from a floor name their @f parameter.
+                if (floorOf[k] > 0)
+                {
+                    cmd.Parameters.AddWithValue(SqlRows.Parameter("@f", k), floorOf[k]);
+                }
+            }
             cmd.Parameters.AddWithValue("@Now", now);
             await using var reader = await cmd.ExecuteReaderAsync(ct);
             var parse = reader.GetRowParser<LockedRow>(startIndex: 1);

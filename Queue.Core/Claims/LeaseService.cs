@@ -28,6 +28,7 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
             return;
         }
         var now = clock.GetUtcNow().UtcDateTime;
+        var lanes = items.Select(i => (i.JobId, i.Task)).Distinct().ToList();
         await Retry.OnDeadlockAsync(async c =>
         {
             await using var conn = await db.OpenConnectionAsync(c);
@@ -41,7 +42,7 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
                 cmd.Parameters.AddWithValue("@Now", now);
                 batch.BatchCommands.Add(cmd);
             }
-            foreach (var lane in items.Select(i => (i.JobId, i.Task)).Distinct())
+            foreach (var lane in lanes)
             {
                 var cmd = new MySqlBatchCommand(ClaimSql.LowerLaneHint);
                 cmd.Parameters.AddWithValue("@JobId", lane.JobId);
@@ -60,9 +61,9 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
             await tx.CommitAsync(c);
             return true;
         }, ct);
-        foreach (var item in items)
+        foreach (var (jobId, task) in lanes)
         {
-            floors?.Drop(item.JobId, item.Task);
+            floors?.Drop(jobId, task);
         }
     }
 
