@@ -19,6 +19,7 @@ public static class BenchMain
         ["peers"] = PeersBench.RunAsync,
         ["soak"] = Soak.SoakCommand.RunAsync,
         ["cluster"] = ClusterBench.RunAsync,
+        ["trace"] = TraceBench.RunAsync,
     };
 
     public static async Task<int> RunAsync(string[] args)

@@ -30,12 +30,10 @@ public sealed class WorkSignal
         Interlocked.Increment(ref waiters);
         try
         {
-            await observed.WaitAsync(timeout, ct);
-            return true;
-        }
-        catch (TimeoutException)
-        {
-            return false;
+            // A long poll that ends with no work is the common case: awaited without throwing, it costs no exception.
+            await observed.WaitAsync(timeout, ct).ConfigureAwait(ConfigureAwaitOptions.SuppressThrowing);
+            ct.ThrowIfCancellationRequested();
+            return observed.IsCompleted;
         }
         finally
         {

@@ -23,7 +23,8 @@ public sealed partial class LaneJanitor : IDrainable
     private readonly MySqlDataSource db;
     private readonly ILogger<LaneJanitor> logger;
     private readonly Lock gate = new();
-    private readonly List<long> queued = [];
+    /// <summary>First in, first out: taking a transaction's jobs from the front never moves the rest (up to 100k).</summary>
+    private readonly Queue<long> queued = new();
     private bool running;
 
     public LaneJanitor(MySqlDataSource db, BackgroundWork host, ILogger<LaneJanitor> logger)
@@ -45,7 +46,10 @@ public sealed partial class LaneJanitor : IDrainable
             // Beyond the bound the lanes are left for claims to find empty and delete: slower, never wrong.
             if (queued.Count + jobIds.Count <= MaxQueued)
             {
-                queued.AddRange(jobIds);
+                foreach (var job in jobIds)
+                {
+                    queued.Enqueue(job);
+                }
             }
             if (running)
             {
@@ -118,8 +122,11 @@ public sealed partial class LaneJanitor : IDrainable
     private List<long> TakeLocked()
     {
         var n = Math.Min(queued.Count, MaxJobs);
-        var jobs = queued.GetRange(0, n);
-        queued.RemoveRange(0, n);
+        var jobs = new List<long>(n);
+        for (var i = 0; i < n; i++)
+        {
+            jobs.Add(queued.Dequeue());
+        }
         return jobs;
     }
 

@@ -34,13 +34,14 @@ public sealed class FairnessMonitor(MySqlDataSource db, TimeProvider clock)
     public static readonly TimeSpan Window = TimeSpan.FromMinutes(15);
     public static readonly TimeSpan SampleEvery = TimeSpan.FromSeconds(10);
     public static readonly TimeSpan StretchWindow = TimeSpan.FromHours(1);
-    private const int MaxEvents = 500_000;
+    /// <summary>At most this many events are held (20 MB): past it the oldest are folded into the baseline early.</summary>
+    public const int MaxEvents = 500_000;
 
     /// <summary>Lanes read per sample, from the head of the ordering: the sample costs the same at any backlog.</summary>
     public const int MaxSampledLanes = 5_000;
 
     private readonly Lock gate = new();
-    private readonly List<TraceEvent> trace = [];
+    private readonly TraceBuffer trace = new();
 
     /// <summary>The last ready count traced per sampled job: a sample adds an event only for what changed.</summary>
     private readonly Dictionary<long, (long Tenant, int Ready)> sampled = [];
@@ -121,34 +122,33 @@ public sealed class FairnessMonitor(MySqlDataSource db, TimeProvider clock)
     }
 
     /// <summary>Drops the oldest events beyond <paramref name="max"/>, folding the ready counts they set into the baseline.</summary>
-    private void TrimTo(int max) => Trim(trace.Count - max);
-
-    private void Trim(int count)
+    private void TrimTo(int max)
     {
-        if (count <= 0)
+        while (trace.Count > max)
         {
-            return;
+            Fold(trace.RemoveOldest());
         }
-        foreach (var e in trace.Take(count))
+    }
+
+    /// <summary>Folds an event trimmed off the front of the trace into the baseline of ready counts.</summary>
+    private void Fold(TraceEvent e)
+    {
+        var ready = baseline.TryGetValue(e.Job, out var b) ? b.Ready : 0;
+        ready = e.Kind switch
         {
-            var ready = baseline.TryGetValue(e.Job, out var b) ? b.Ready : 0;
-            ready = e.Kind switch
-            {
-                TraceKind.ReadySample => e.Count,
-                TraceKind.Claimed => Math.Max(0, ready - e.Count),
-                TraceKind.Submitted or TraceKind.Released => ready + e.Count,
-                _ => ready,
-            };
-            if (ready > 0)
-            {
-                baseline[e.Job] = (e.Tenant, ready);
-            }
-            else
-            {
-                baseline.Remove(e.Job);
-            }
+            TraceKind.ReadySample => e.Count,
+            TraceKind.Claimed => Math.Max(0, ready - e.Count),
+            TraceKind.Submitted or TraceKind.Released => ready + e.Count,
+            _ => ready,
+        };
+        if (ready > 0)
+        {
+            baseline[e.Job] = (e.Tenant, ready);
         }
-        trace.RemoveRange(0, count);
+        else
+        {
+            baseline.Remove(e.Job);
+        }
     }
 
     /// <summary>Computes the metrics over the window and keeps them as <see cref="Latest"/>; writes them for the Admin.</summary>
@@ -167,11 +167,13 @@ public sealed class FairnessMonitor(MySqlDataSource db, TimeProvider clock)
         List<TraceEvent> events;
         lock (gate)
         {
-            var cut = trace.FindIndex(e => e.At >= now - Window);
-            Trim(cut < 0 ? trace.Count : cut);
-            // Work that was ready before the window and unchanged since is re-stated at its start.
             var start = now - Window;
-            events = [.. baseline.Select(kv => new TraceEvent(start, TraceKind.ReadySample, kv.Value.Tenant, kv.Key, kv.Value.Ready)), .. trace];
+            while (trace.Count > 0 && trace.Oldest.At < start)
+            {
+                Fold(trace.RemoveOldest());
+            }
+            // Work that was ready before the window and unchanged since is re-stated at its start.
+            events = [.. baseline.Select(kv => new TraceEvent(start, TraceKind.ReadySample, kv.Value.Tenant, kv.Key, kv.Value.Ready)), .. trace.Events()];
             completions.Enqueue((now, total));
             while (completions.Count > 2 && now - completions.Peek().At > StretchWindow)
             {

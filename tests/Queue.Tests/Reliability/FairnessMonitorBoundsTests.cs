@@ -1,5 +1,6 @@
 using Dapper;
 using Microsoft.Extensions.Time.Testing;
+using Queue.Core.Claims;
 using Queue.Core.Fairness;
 using Queue.Tests.Infrastructure;
 
@@ -49,5 +50,18 @@ public sealed class FairnessMonitorBoundsTests(DatabaseFixture fx) : IClassFixtu
         var name = await conn.ExecuteScalarAsync<string>("SELECT name FROM tenants WHERE id = @tenant", new { tenant });
         Assert.True(report.Starvation.Single(s => s.Tenant == name).Seconds >= FairnessMonitor.Window.TotalSeconds,
             "the backlog waited the whole window without a claim");
+    }
+
+    [Fact]
+    public void Claims_past_the_cap_keep_the_trace_at_its_cap()
+    {
+        var monitor = new FairnessMonitor(fx.DataSource, new FakeTimeProvider(DateTimeOffset.UtcNow));
+        var item = new TakenItem[1];
+        for (var job = 1L; job <= FairnessMonitor.MaxEvents + 10_000; job++)
+        {
+            item[0] = new TakenItem(job, job, 1, job, "text", 1, [], DateTime.UtcNow, false);
+            monitor.Claimed(item);
+        }
+        Assert.Equal(FairnessMonitor.MaxEvents, monitor.TracedEvents);
     }
 }
