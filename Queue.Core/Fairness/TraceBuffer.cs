@@ -61,18 +61,19 @@ public sealed class TraceBuffer
         return e;
     }
 
-    /// <summary>The events, oldest first.</summary>
-    public IEnumerable<TraceEvent> Events()
+    /// <summary>Copies the events, oldest first, into <paramref name="target"/> from <paramref name="index"/> on.</summary>
+    public void CopyTo(TraceEvent[] target, int index)
     {
-        var first = true;
+        ArgumentOutOfRangeException.ThrowIfGreaterThan(index + Count, target.Length);
         var left = Count;
+        var from = head;
         foreach (var chunk in chunks)
         {
-            for (var i = first ? head : 0; i < ChunkEvents && left > 0; i++, left--)
-            {
-                yield return chunk[i];
-            }
-            first = false;
+            var n = Math.Min(left, ChunkEvents - from);
+            Array.Copy(chunk, from, target, index, n);
+            index += n;
+            left -= n;
+            from = 0;
         }
     }
 }

@@ -7,6 +7,14 @@ public sealed class TraceBufferTests
 {
     private static TraceEvent Event(long job) => new(DateTime.UnixEpoch.AddSeconds(job), TraceKind.Claimed, job % 7, job, 1);
 
+    /// <summary>The jobs of the buffer's events as <see cref="TraceBuffer.CopyTo"/> writes them, after <paramref name="skip"/> slots.</summary>
+    private static long[] Jobs(TraceBuffer buffer, int skip = 0)
+    {
+        var events = new TraceEvent[skip + buffer.Count];
+        buffer.CopyTo(events, skip);
+        return events.Skip(skip).Select(e => e.Job).ToArray();
+    }
+
     [Fact]
     public void Events_come_out_oldest_first_across_chunk_boundaries_while_new_ones_go_in()
     {
@@ -30,7 +38,9 @@ public sealed class TraceBufferTests
                 buffer.Add(Event(next));
             }
             Assert.Equal(next - oldest, buffer.Count);
-            Assert.Equal(Enumerable.Range((int)oldest, (int)(next - oldest)).Select(j => (long)j), buffer.Events().Select(e => e.Job));
+            var expected = Enumerable.Range((int)oldest, (int)(next - oldest)).Select(j => (long)j).ToArray();
+            Assert.Equal(expected, Jobs(buffer));
+            Assert.Equal(expected, Jobs(buffer, skip: 3));
         }
     }
 
@@ -49,10 +59,10 @@ public sealed class TraceBufferTests
             {
                 buffer.RemoveOldest();
             }
-            Assert.Empty(buffer.Events());
+            Assert.Empty(Jobs(buffer));
             Assert.Throws<InvalidOperationException>(() => buffer.RemoveOldest());
         }
         buffer.Add(Event(42));
-        Assert.Equal(42, Assert.Single(buffer.Events()).Job);
+        Assert.Equal(42, Assert.Single(Jobs(buffer)));
     }
 }
