@@ -49,7 +49,7 @@ ensure_demo_env "$STATE/${external_db:+external-}db" "$API_URL" "$ADMIN_URL"
 # RSS down (README "Memory"); the runtime reads these knobs only from the environment.
 export DOTNET_GCgen0size=${DOTNET_GCgen0size:-0x200000}
 export DOTNET_GCRegionSize=${DOTNET_GCRegionSize:-0x100000}
-start Queue.Api "$API_URL"
+start_api "$API_URL"
 # The Admin's cookies are HTTPS-only unless told otherwise; this one-machine setup serves plain HTTP on 127.0.0.1.
 Admin__AllowHttp=true start Queue.Admin "$ADMIN_URL"
 start Queue.Scheduler "$SCHED_URL"

@@ -66,8 +66,8 @@ public static class ClaimBench
 
         // Figure 2: the same work through Queue.Api, each item claimed with POST /next (max 1) and completed.
         // --api-env K=V (repeatable) passes settings to Queue.Api, e.g. to compare GC or claim-ahead settings.
-        // The GC knobs are read from the environment only; run.sh sets the same (see Queue.Api.csproj).
-        var apiEnv = BenchEnvironment.ApiMemorySettings();
+        // The runtime knobs are read from the environment only; run.sh sets the same (BenchEnvironment.ApiRuntimeSettings).
+        var apiEnv = BenchEnvironment.ApiRuntimeSettings();
         for (var i = 0; i + 1 < args.Length; i++)
         {
             if (args[i] == "--api-env" && args[i + 1].Split('=', 2) is [var k, var v])

@@ -55,7 +55,7 @@ public static class ClusterBench
             ["Logging__LogLevel__Default"] = "Warning",
             ["DOTNET_gcServer"] = "0",
         };
-        foreach (var (k, v) in BenchEnvironment.ApiMemorySettings())
+        foreach (var (k, v) in BenchEnvironment.ApiRuntimeSettings())
         {
             settings[k] = v;
         }

@@ -57,8 +57,7 @@ public static class PeersBench
         await using var db = SubmitBenchKit.DataSource(env);
         var (_, customerKey) = await SubmitBenchKit.CustomerAsync(db, "peers", [PeerTask]);
         var workerKey = (await new ApiKeyService(db, TimeProvider.System, Options.Create(new AuthOptions())).IssueAsync(KeyRole.Worker, null, "peers", default)).Secret;
-        // The gen0 budget is read from the environment only; run.sh exports the same (see Queue.Api.csproj).
-        var api = await env.StartServiceAsync("Queue.Api", BenchEnvironment.ApiMemorySettings());
+        var api = await env.StartServiceAsync("Queue.Api");
         var mariadbPid = int.Parse(File.ReadAllText(Path.Combine(env.Server.Directory, "mariadbd.pid")).Trim(), CultureInfo.InvariantCulture);
         using var http = SubmitBenchKit.Client(api.Url, customerKey, Math.Max(Producers, 2 * workers.Max()) + 4);
         using var client = viaClient ? new PeersClientCalls(new Uri(api.Url), customerKey, workerKey) : null;

@@ -69,7 +69,7 @@ export DOTNET_GCgen0size=${DOTNET_GCgen0size:-0x200000}
 export DOTNET_GCRegionSize=${DOTNET_GCRegionSize:-0x100000}
 health=()
 for i in "${!API_PORTS[@]}"; do
-  start Queue.Api "http://127.0.0.1:${API_PORTS[$i]}" "Queue.Api-$((i + 1))"
+  start_api "http://127.0.0.1:${API_PORTS[$i]}" "Queue.Api-$((i + 1))"
   health+=("Queue.Api-$((i + 1)) http://127.0.0.1:${API_PORTS[$i]}/healthz")
 done
 Admin__AllowHttp=true start Queue.Admin "http://127.0.0.1:$ADMIN_PORT"

@@ -46,6 +46,14 @@ start() {
   pids+=($!)
 }
 
+# start_api URL [LOGNAME]: Queue.Api, with the framework's precompiled (ReadyToRun) code turned off, so every method it
+# runs is compiled by the JIT at full optimisation instead of running the precompiled code for good (tiered compilation
+# is off, README "Memory"): drains about a quarter faster and a smaller RSS. The runtime reads this knob only from the
+# environment. The other services keep the precompiled code: they start faster and none of them is on a hot path.
+start_api() {
+  DOTNET_ReadyToRun=${DOTNET_ReadyToRun:-0} start Queue.Api "$@"
+}
+
 # start_other LOGNAME COMMAND...: a non-.NET process (the balancer), logged the same way.
 start_other() {
   local log=$1; shift

@@ -21,13 +21,15 @@ public sealed class BenchEnvironment : IAsyncDisposable
     private const string ServiceOverridePrefix = "QUEUE_BENCH_SVC_";
 
     /// <summary>
-    /// The GC knobs run.sh exports for Queue.Api (the runtime reads them only from the environment): a 2 MB gen0 budget and
-    /// 1 MB GC regions. See Queue.Api.csproj for what each bought.
+    /// The runtime knobs run.sh gives Queue.Api (the runtime reads them only from the environment): a 2 MB gen0 budget,
+    /// 1 MB GC regions, and no precompiled framework code (README "Memory", scripts/services.sh `start_api`). Every
+    /// benchmark's Api starts with them, so each measures the Api as run.sh runs it.
     /// </summary>
-    public static Dictionary<string, string> ApiMemorySettings() => new()
+    public static Dictionary<string, string> ApiRuntimeSettings() => new()
     {
         ["DOTNET_GCgen0size"] = "0x200000",
         ["DOTNET_GCRegionSize"] = "0x100000",
+        ["DOTNET_ReadyToRun"] = "0",
     };
 
     public PrivateMariaDb Server { get; }
@@ -50,6 +52,10 @@ public sealed class BenchEnvironment : IAsyncDisposable
             ["Logging__LogLevel__Default"] = "Warning",
             ["DOTNET_gcServer"] = "0",
         };
+        foreach (var (k, v) in assembly == "Queue.Api" ? ApiRuntimeSettings() : new Dictionary<string, string>())
+        {
+            settings[k] = v;
+        }
         foreach (var (k, v) in env ?? new Dictionary<string, string>())
         {
             settings[k] = v;
