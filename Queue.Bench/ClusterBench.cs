@@ -32,8 +32,8 @@ public static class ClusterBench
 
     public static async Task<int> RunAsync(string[] args)
     {
-        var items = int.Parse(Option(args, "--items") ?? "3000", CultureInfo.InvariantCulture);
-        var rate = int.Parse(Option(args, "--rate") ?? "60", CultureInfo.InvariantCulture);
+        var items = int.Parse(BenchArgs.Option(args, "--items") ?? "3000", CultureInfo.InvariantCulture);
+        var rate = int.Parse(BenchArgs.Option(args, "--rate") ?? "60", CultureInfo.InvariantCulture);
         var report = new Report();
         await using var db = await ReplicatedMariaDb.StartEphemeralAsync();
         var primary = await db.Primary.CreateDatabaseAsync("bench");
@@ -233,11 +233,5 @@ public static class ClusterBench
         };
         http.DefaultRequestHeaders.Authorization = new AuthenticationHeaderValue("Bearer", key);
         return http;
-    }
-
-    private static string? Option(string[] args, string name)
-    {
-        var i = Array.IndexOf(args, name);
-        return i >= 0 && i + 1 < args.Length ? args[i + 1] : null;
     }
 }

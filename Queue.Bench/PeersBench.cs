@@ -28,10 +28,10 @@ public static class PeersBench
 
     public static async Task<int> RunAsync(string[] args)
     {
-        var jobs = long.Parse(Option(args, "--jobs") ?? "100000", CultureInfo.InvariantCulture);
-        var workers = (Option(args, "--workers") ?? "1,16,64").Split(',').Select(w => int.Parse(w, CultureInfo.InvariantCulture)).ToArray();
-        var drainMaxS = int.Parse(Option(args, "--drain-max-s") ?? "90", CultureInfo.InvariantCulture);
-        var enqMaxS = int.Parse(Option(args, "--enq-max-s") ?? "300", CultureInfo.InvariantCulture);
+        var jobs = long.Parse(BenchArgs.Option(args, "--jobs") ?? "100000", CultureInfo.InvariantCulture);
+        var workers = (BenchArgs.Option(args, "--workers") ?? "1,16,64").Split(',').Select(w => int.Parse(w, CultureInfo.InvariantCulture)).ToArray();
+        var drainMaxS = int.Parse(BenchArgs.Option(args, "--drain-max-s") ?? "90", CultureInfo.InvariantCulture);
+        var enqMaxS = int.Parse(BenchArgs.Option(args, "--enq-max-s") ?? "300", CultureInfo.InvariantCulture);
         var idempotency = args.Contains("--idempotency");
         var noPeer = args.Contains("--no-peer");
         var viaClient = args.Contains("--client");
@@ -40,13 +40,13 @@ public static class PeersBench
             $"batches of {Batch:N0}, drains at {string.Join('/', workers)} workers (cap {drainMaxS} s), Idempotency-Key {(idempotency || viaClient ? "on" : "off")}, " +
             $"calls through {(viaClient ? "Queue.Client" : "raw HttpClient requests")}{(overlap ? ", each completion overlapped with the next claim" : ", each completion answered before the next claim")}");
 
-        var digests = args.Contains("--digests") ? int.Parse(Option(args, "--digests-top") ?? "12", CultureInfo.InvariantCulture) : 0;
+        var digests = args.Contains("--digests") ? int.Parse(BenchArgs.Option(args, "--digests-top") ?? "12", CultureInfo.InvariantCulture) : 0;
         var queue = await RunQueueAsync(jobs, workers, TimeSpan.FromSeconds(drainMaxS), TimeSpan.FromSeconds(enqMaxS), idempotency, digests, viaClient, overlap);
         List<PeerResult>? peer = null;
         if (!noPeer)
         {
             Console.WriteLine();
-            peer = await GraphileRunner.RunAsync(jobs, workers, drainMaxS, enqMaxS, Option(args, "--peers-dir"));
+            peer = await GraphileRunner.RunAsync(jobs, workers, drainMaxS, enqMaxS, BenchArgs.Option(args, "--peers-dir"));
         }
         return Verdicts(queue, peer);
     }
@@ -196,12 +196,6 @@ public static class PeersBench
             }
         }
         return 0;
-    }
-
-    private static string? Option(string[] args, string name)
-    {
-        var i = Array.IndexOf(args, name);
-        return i >= 0 && i + 1 < args.Length ? args[i + 1] : null;
     }
 
     private sealed record QueueFigures(EnqueueResult Single, (double Rate, double P50, double P99) Shallow, (double Rate, double P50, double P99) Deep,

@@ -17,7 +17,7 @@ public static class TraceBench
 {
     public static Task<int> RunAsync(string[] args)
     {
-        var perPhase = int.Parse(Option(args, "--claims") ?? "400000", CultureInfo.InvariantCulture);
+        var perPhase = int.Parse(BenchArgs.Option(args, "--claims") ?? "400000", CultureInfo.InvariantCulture);
         // Never opened: recording a claim touches memory only.
         using var db = new MySqlDataSource("Server=127.0.0.1;Port=1");
         var monitor = new FairnessMonitor(db, TimeProvider.System);
@@ -27,7 +27,7 @@ public static class TraceBench
 
         var below = Phase(monitor, 0, perPhase);
         Row("claims below the cap", below);
-        Fill(monitor, perPhase, FairnessMonitor.MaxEvents - monitor.TracedEvents);
+        Phase(monitor, perPhase, FairnessMonitor.MaxEvents - monitor.TracedEvents); // up to the cap, not reported
         var atCap = Phase(monitor, FairnessMonitor.MaxEvents, perPhase);
         Row("claims at the cap (oldest folded)", atCap);
         // RSS also holds this loop's garbage and the claimed-since-sample set (no sample runs here); the heap after a full
@@ -76,21 +76,5 @@ public static class TraceBench
         Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
             $"{name,-44} {phase.PerSecond,12:N0} claims/s p50 {Micros(phase.Latency, 50),8:F2} us  p99 {Micros(phase.Latency, 99),8:F2} us  RSS {phase.Rss / 1048576.0,7:F0} MB"));
 
-    private static void Fill(FairnessMonitor monitor, long firstJob, int claims)
-    {
-        var items = new TakenItem[1];
-        for (var i = 0; i < claims; i++)
-        {
-            items[0] = Item(firstJob + i);
-            monitor.Claimed(items);
-        }
-    }
-
     private static TakenItem Item(long job) => new(job, job, job % 50, job, "t", 1, [], DateTime.UtcNow, false);
-
-    private static string? Option(string[] args, string name)
-    {
-        var i = Array.IndexOf(args, name);
-        return i >= 0 && i + 1 < args.Length ? args[i + 1] : null;
-    }
 }

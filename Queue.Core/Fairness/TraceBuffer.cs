@@ -21,8 +21,8 @@ public sealed class TraceBuffer
     /// <summary>Index of the oldest event in the first chunk.</summary>
     private int head;
 
-    /// <summary>Events written in the last chunk.</summary>
-    private int tail = ChunkEvents;
+    /// <summary>Events written in <see cref="newest"/>.</summary>
+    private int tail;
 
     public int Count { get; private set; }
 
@@ -45,18 +45,17 @@ public sealed class TraceBuffer
     public TraceEvent RemoveOldest()
     {
         var e = Oldest;
-        Count--;
-        if (++head == ChunkEvents || Count == 0)
+        if (--Count == 0)
         {
-            // The first chunk is used up (or the buffer is empty and starts over with the next event).
+            // Empty: the next event starts a fresh chunk.
+            chunks.Clear();
+            newest = null;
+            head = 0;
+        }
+        else if (++head == ChunkEvents)
+        {
             chunks.Dequeue();
             head = 0;
-            if (Count == 0)
-            {
-                chunks.Clear();
-                tail = ChunkEvents;
-                newest = null;
-            }
         }
         return e;
     }
