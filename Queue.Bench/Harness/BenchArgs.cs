@@ -1,0 +1,12 @@
+namespace Queue.Bench.Harness;
+
+/// <summary>The scenarios' command-line options.</summary>
+public static class BenchArgs
+{
+    /// <summary>The value after <paramref name="name"/> (<c>--jobs 1000</c>), or null when it is not given.</summary>
+    public static string? Option(string[] args, string name)
+    {
+        var i = Array.IndexOf(args, name);
+        return i >= 0 && i + 1 < args.Length ? args[i + 1] : null;
+    }
+}
