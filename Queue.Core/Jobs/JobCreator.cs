@@ -160,8 +160,15 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
             else if (job.Documents.Count > 0)
             {
                 // Three set-based statements whatever the number of documents: rows, bytes, items.
-                batch.BatchCommands.Add(DocumentRows(job, id, now));
-                batch.BatchCommands.Add(ContentRows(job, id));
+                if (job.Documents.Count >= PreparedFrom)
+                {
+                    await InsertPreparedAsync(conn, tx, job, id, now, ct);
+                }
+                else
+                {
+                    batch.BatchCommands.Add(DocumentRows(job, id, now));
+                    batch.BatchCommands.Add(ContentRows(job, id));
+                }
                 batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertItemsForNewJob, ("@JobId", id), ("@Tasks", job.TasksJson), ("@Now", now)));
                 batch.BatchCommands.Add(BatchCommand.Of(JobSql.CreatedDocumentIds, ("@JobId", id)));
             }
@@ -200,24 +207,68 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
     private static CreatedDocument Created(PendingJob job, int k, long id) =>
         new(id, job.Documents[k].Name, job.Documents[k].Content.Length, Convert.ToHexStringLower(job.Inline.Hashes[k]));
 
+    /// <summary>
+    /// From this many inline documents a job's rows and bytes go in as server-side prepared statements: their values
+    /// travel as binary parameters, so the server neither lexes nor unescapes a megabyte of SQL literals (a fifth of its
+    /// time in a batched enqueue) and the Api builds no such text. Below it, two round trips more would cost a small job
+    /// more than the lexing saves, so its rows stay in the group's batch.
+    /// </summary>
+    private const int PreparedFrom = 64;
+
+    /// <summary>Documents per prepared statement: 4 placeholders each, well within the protocol's 65,535.</summary>
+    private const int DocumentsPerStatement = 1000;
+
+    /// <summary>
+    /// A large job's document rows and bytes, <see cref="DocumentsPerStatement"/> at a time: each chunk's rows, then its
+    /// bytes matched by row number to the ids that insert made (LAST_INSERT_ID() is the chunk's first id).
+    /// </summary>
+    private static async Task InsertPreparedAsync(MySqlConnection conn, MySqlTransaction tx, PendingJob job, long id, DateTime now, CancellationToken ct)
+    {
+        for (var first = 0; first < job.Documents.Count; first += DocumentsPerStatement)
+        {
+            var count = Math.Min(DocumentsPerStatement, job.Documents.Count - first);
+            await using (var rows = new MySqlCommand(JobSql.InsertInlineDocuments(count), conn, tx))
+            {
+                AddDocumentRows(rows.Parameters, job, id, now, first, count);
+                await rows.PrepareAsync(ct);
+                await rows.ExecuteNonQueryAsync(ct);
+            }
+            await using var bytes = new MySqlCommand(JobSql.InsertInlineContents(count), conn, tx);
+            AddContentRows(bytes.Parameters, job, id, first, count);
+            await bytes.PrepareAsync(ct);
+            await bytes.ExecuteNonQueryAsync(ct);
+        }
+    }
+
     private static MySqlBatchCommand DocumentRows(PendingJob job, long id, DateTime now)
     {
         var c = new MySqlBatchCommand(JobSql.InsertInlineDocuments(job.Documents.Count));
-        c.Parameters.AddWithValue("@JobId", id);
-        c.Parameters.AddWithValue("@TenantId", job.TenantId);
-        c.Parameters.AddWithValue("@Now", now);
-        c.Parameters.AddNumbered("@n", job.Documents.Select(d => d.Name));
-        c.Parameters.AddNumbered("@t", job.Documents.Select(d => d.ContentType));
-        c.Parameters.AddNumbered("@s", job.Documents.Select(d => (long)d.Content.Length));
-        c.Parameters.AddNumbered("@h", job.Inline.Hashes);
+        AddDocumentRows(c.Parameters, job, id, now, 0, job.Documents.Count);
         return c;
     }
 
     private static MySqlBatchCommand ContentRows(PendingJob job, long id)
     {
         var c = new MySqlBatchCommand(JobSql.InsertInlineContents(job.Documents.Count));
-        c.Parameters.AddWithValue("@JobId", id);
-        c.Parameters.AddNumbered("@c", job.Documents.Select(d => d.Content));
+        AddContentRows(c.Parameters, job, id, 0, job.Documents.Count);
         return c;
+    }
+
+    private static void AddDocumentRows(MySqlParameterCollection p, PendingJob job, long id, DateTime now, int first, int count)
+    {
+        var docs = job.Documents.Skip(first).Take(count).ToList();
+        p.AddWithValue("@JobId", id);
+        p.AddWithValue("@TenantId", job.TenantId);
+        p.AddWithValue("@Now", now);
+        p.AddNumbered("@n", docs.Select(d => d.Name));
+        p.AddNumbered("@t", docs.Select(d => d.ContentType));
+        p.AddNumbered("@s", docs.Select(d => (long)d.Content.Length));
+        p.AddNumbered("@h", job.Inline.Hashes.Skip(first).Take(count));
+    }
+
+    private static void AddContentRows(MySqlParameterCollection p, PendingJob job, long id, int first, int count)
+    {
+        p.AddWithValue("@JobId", id);
+        p.AddNumbered("@c", job.Documents.Skip(first).Take(count).Select(d => d.Content));
     }
 }

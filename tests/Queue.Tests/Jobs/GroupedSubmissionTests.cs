@@ -75,6 +75,34 @@ public sealed class GroupedSubmissionTests(ApiFixture fx) : IClassFixture<ApiFix
     }
 
     [Fact]
+    public async Task A_job_with_more_documents_than_one_statement_can_carry_lands_whole_and_each_document_keeps_its_own_bytes()
+    {
+        var (tenant, _) = await fx.NewCustomerAsync();
+        var batcher = fx.Api.Services.GetRequiredService<SubmissionBatcher>();
+        // 17,000 documents: four placeholders each would be 68,000 in one statement, past the protocol's 65,535, so the
+        // rows must go in several statements, each matched to its own bytes. Small jobs beside it share its group.
+        var big = new PendingJob(tenant.Id, "big", ["text"], false,
+            Enumerable.Range(0, 17_000).Select(k => new InlineDocument($"d{k}", "text/plain", System.Text.Encoding.UTF8.GetBytes($"bytes {k}"))).ToList());
+        var small = Enumerable.Range(0, 8).Select(i => batcher.CreateAsync(new PendingJob(tenant.Id, $"small-{i}", ["text"], false,
+            [new InlineDocument($"s{i}", "text/plain", System.Text.Encoding.UTF8.GetBytes($"small {i}"))]), default)).ToList();
+        var created = await batcher.CreateAsync(big, default);
+        await Task.WhenAll(small);
+
+        Assert.Equal(17_000, created.Documents.Count);
+        Assert.Equal(Enumerable.Range(0, 17_000).Select(k => $"d{k}"), created.Documents.Select(d => d.Name));
+        Assert.True(created.Documents.Zip(created.Documents.Skip(1)).All(p => p.First.Id < p.Second.Id), "document ids rise in request order");
+        Assert.Equal(17_000, await fx.CountAsync("""
+            SELECT COUNT(*) FROM documents d JOIN document_content dc ON dc.document_id = d.id
+            WHERE d.job_id = @Id AND dc.content = CONCAT('bytes ', SUBSTRING(d.name, 2))
+            """, new { Id = created.JobId }));
+        Assert.Equal(17_000, await fx.CountAsync("SELECT COUNT(*) FROM items WHERE job_id = @Id", new { Id = created.JobId }));
+        Assert.Equal(8, await fx.CountAsync("""
+            SELECT COUNT(*) FROM documents d JOIN document_content dc ON dc.document_id = d.id JOIN jobs j ON j.id = d.job_id
+            WHERE j.tenant_id = @Id AND dc.content = CONCAT('small ', SUBSTRING(d.name, 2))
+            """, new { tenant.Id }));
+    }
+
+    [Fact]
     public async Task A_submission_the_database_refuses_fails_alone_and_the_rest_of_its_group_lands()
     {
         var (tenant, _) = await fx.NewCustomerAsync();
