@@ -98,7 +98,9 @@ public sealed partial class UploadBatcher
                     ("@ContentType", d.ContentType), ("@Size", (long)d.Content.Length), ("@Sha256", d.Sha256), ("@Now", now)));
                 batch.BatchCommands.Add(new MySqlBatchCommand(JobSql.LastInsertId));
                 batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertOneContent, ("@Content", d.Content)));
-                batch.BatchCommands.Add(BatchCommand.Of(JobSql.InsertOneDocumentItems, ("@JobId", u.JobId), ("@Tasks", u.TasksJson), ("@Now", now)));
+                batch.BatchCommands.Add(u.Tasks.Count == 1
+                    ? BatchCommand.Of(JobSql.InsertOneDocumentItem, ("@JobId", u.JobId), ("@Task", u.Tasks[0]), ("@Now", now))
+                    : BatchCommand.Of(JobSql.InsertOneDocumentItems, ("@JobId", u.JobId), ("@Tasks", u.TasksJson), ("@Now", now)));
             }
             batch.BatchCommands.Add(BatchCommand.Of(JobSql.AddToJob, ("@JobId", u.JobId), ("@Documents", u.Documents.Count),
                 ("@Items", (long)u.Documents.Count * u.Tasks.Count), ("@Close", false), ("@Now", now)));
