@@ -160,7 +160,8 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
             }
             else if (job.Documents.Count > 0)
             {
-                // Three set-based statements whatever the number of documents: rows, bytes, items.
+                // Set-based statements whatever the number of documents: rows, bytes, items (a large job's rows and
+                // bytes as prepared statements, sent before this batch).
                 if (job.Documents.Count >= PreparedFrom)
                 {
                     await InsertPreparedAsync(conn, tx, job, id, now, ct);
