@@ -172,9 +172,9 @@ public sealed class Simulation(Scenario scenario, string policy, string connecti
 /// <summary>Simulator-only policy: the oldest job first (job id), whatever its ordering value. A plain FIFO queue.</summary>
 public sealed class FifoLaneSelector : ILaneSelector
 {
-    public async Task<IReadOnlyList<Lane>> SelectAsync(MySqlConnection conn, MySqlTransaction tx, LaneQuery query, CancellationToken ct) =>
+    public async Task<IReadOnlyList<Lane>> SelectAsync(MySqlConnection conn, LaneQuery query, CancellationToken ct) =>
         (await conn.QueryAsync<(long JobId, string Task, long TenantId, long Value)>(new CommandDefinition(SimulationSql.FifoLanes,
-            new { query.Now, query.Limit }, tx, cancellationToken: ct))).Select(r => new Lane(r.JobId, r.Task, r.TenantId, r.Value)).ToList();
+            new { query.Now, query.Limit }, cancellationToken: ct))).Select(r => new Lane(r.JobId, r.Task, r.TenantId, r.Value)).ToList();
 
     public void Claimed(long tenantId, int count)
     {

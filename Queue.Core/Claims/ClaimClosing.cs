@@ -20,27 +20,28 @@ internal sealed class ClaimClosing(HeldLanes held)
     /// One round trip: the last writes, then the lanes locked with SKIP LOCKED, the earliest due time of each lane's
     /// active items, and the documents. A second round trip writes the hints. SKIP LOCKED: an upload's
     /// LEAST(available_at, now) is never lost under our hint, and a claim never waits for a lane a rewrite or an upload
-    /// holds (those set the hint themselves). The due times are read after this claim's writes, so its own leases
+    /// holds (those set the hint themselves). The claim's last closing (<paramref name="last"/>) ends its last batch with
+    /// the COMMIT. The due times are read after this claim's writes, so its own leases
     /// count. Each kind is one statement for up to <see cref="LaneCommand.MaxLanes"/> lanes, and one for all the
     /// documents: a claim of eight one-item jobs used to send 32 statements here and 8 for the hints (docs/DESIGN.md
     /// "Claim and completion round trips").
     /// </summary>
-    public async Task CloseAsync(MySqlConnection conn, MySqlTransaction tx, ClaimWrites writes, List<Lane> emptied,
-        List<TakenItem> taken, DateTime now, CancellationToken ct)
+    public async Task CloseAsync(ClaimTransaction tx, ClaimWrites writes, List<Lane> emptied, List<TakenItem> taken, DateTime now, bool last,
+        CancellationToken ct)
     {
         var lanes = emptied.Select(l => (l.JobId, l.Task)).Distinct().ToList();
         var documents = taken.Select(t => t.DocumentId).Distinct().ToList();
         if (lanes.Count == 0 && documents.Count == 0)
         {
-            await ItemTaker.WriteAsync(conn, tx, writes, ct);
+            await ItemTaker.WriteAsync(tx, writes, last, ct);
             return;
         }
-        var (hints, docs) = await ReadLanesAndDocumentsAsync(conn, tx, writes, lanes, documents, now, ct);
+        var (hints, docs) = await ReadLanesAndDocumentsAsync(tx, writes, lanes, documents, now, ct);
         var hinted = hints.Where(h => h.NextDue is not null).ToList();
         var removed = hints.Where(h => h.NextDue is null).ToList();
         if (hints.Count > 0)
         {
-            await using var batch = new MySqlBatch(conn, tx);
+            await using var batch = new MySqlBatch(tx.Connection);
             foreach (var chunk in hinted.Chunk(LaneCommand.MaxLanes))
             {
                 var cmd = LaneCommand.Batch(ClaimSql.SetLaneHints(chunk.Length), chunk.Select(h => (h.JobId, h.Task)).ToList());
@@ -51,6 +52,10 @@ internal sealed class ClaimClosing(HeldLanes held)
             {
                 batch.BatchCommands.Add(LaneCommand.Batch(ClaimSql.DeleteLanes(chunk.Length), chunk.Select(h => (h.JobId, h.Task)).ToList()));
             }
+            if (last)
+            {
+                tx.CommitWith(batch);
+            }
             await batch.ExecuteNonQueryAsync(ct);
         }
         foreach (var t in taken)
@@ -60,17 +65,16 @@ internal sealed class ClaimClosing(HeldLanes held)
                 t.DocumentName = d.Name;
                 t.ContentType = d.ContentType;
             }
-            t.TenantName = await TenantNameAsync(conn, tx, t.TenantId, ct);
+            t.TenantName = await TenantNameAsync(tx.Connection, t.TenantId, ct);
         }
     }
 
     private async Task<(List<(long JobId, string Task, DateTime? NextDue)> Hints, Dictionary<long, DocRow> Docs)> ReadLanesAndDocumentsAsync(
-        MySqlConnection conn, MySqlTransaction tx, ClaimWrites writes, List<(long JobId, string Task)> lanes, List<long> documents,
-        DateTime now, CancellationToken ct)
+        ClaimTransaction tx, ClaimWrites writes, List<(long JobId, string Task)> lanes, List<long> documents, DateTime now, CancellationToken ct)
     {
         var hints = new List<(long JobId, string Task, DateTime? NextDue)>();
         var docs = new Dictionary<long, DocRow>();
-        await using var batch = new MySqlBatch(conn, tx);
+        await using var batch = new MySqlBatch(tx.Connection);
         writes.MoveTo(batch);
         var chunks = lanes.Chunk(LaneCommand.MaxLanes).ToList();
         foreach (var chunk in chunks)
@@ -84,6 +88,7 @@ internal sealed class ClaimClosing(HeldLanes held)
             cmd.Parameters.AddNumbered("@d", documents);
             batch.BatchCommands.Add(cmd);
         }
+        tx.BeginWith(batch);
         await using var reader = await batch.ExecuteReaderAsync(ct);
         var results = new BatchResults(reader);
         if (lanes.Count > 0)
@@ -135,14 +140,14 @@ internal sealed class ClaimClosing(HeldLanes held)
         return (hints, docs);
     }
 
-    private async ValueTask<string> TenantNameAsync(MySqlConnection conn, MySqlTransaction tx, long tenantId, CancellationToken ct)
+    private async ValueTask<string> TenantNameAsync(MySqlConnection conn, long tenantId, CancellationToken ct)
     {
         if (tenantNames.TryGetValue(tenantId, out var name))
         {
             return name;
         }
         // Tenant names never change, so this cache needs no expiry.
-        name = await conn.ExecuteScalarAsync<string>(new CommandDefinition(ClaimSql.TenantNameById, new { Id = tenantId }, tx, cancellationToken: ct)) ?? "";
+        name = await conn.ExecuteScalarAsync<string>(new CommandDefinition(ClaimSql.TenantNameById, new { Id = tenantId }, cancellationToken: ct)) ?? "";
         tenantNames[tenantId] = name;
         return name;
     }

@@ -8,7 +8,8 @@ namespace Queue.Core.Claims;
 /// <summary>
 /// The claim transaction, and the only place that opens one: for each task filter's <see cref="ClaimOrder"/>, its
 /// reserved items handed to their workers, then fresh items taken for its slots (<see cref="ItemTaker"/>), all in one
-/// short READ COMMITTED transaction and one commit, retried whole on a deadlock. See docs/DESIGN.md "Claims".
+/// short READ COMMITTED transaction (<see cref="ClaimTransaction"/>) and one commit, retried whole on a deadlock. See
+/// docs/DESIGN.md "Claims".
 /// </summary>
 public sealed class ClaimEngine
 {
@@ -42,12 +43,20 @@ public sealed class ClaimEngine
                 var outcomes = new ClaimOutcome[orders.Count];
                 var taken = new List<TakenItem>();
                 await using var conn = await db.OpenConnectionAsync(c);
-                await using var tx = await conn.BeginReadCommittedAsync(c);
-                for (var i = 0; i < orders.Count; i++)
+                var tx = new ClaimTransaction(conn);
+                try
                 {
-                    outcomes[i] = await FillAsync(conn, tx, orders[i], now, taken, c);
+                    for (var i = 0; i < orders.Count; i++)
+                    {
+                        outcomes[i] = await FillAsync(tx, orders[i], now, taken, last: i == orders.Count - 1, c);
+                    }
+                    await tx.CommitAsync(c);
                 }
-                await tx.CommitAsync(c);
+                catch
+                {
+                    await tx.RollbackAsync();
+                    throw;
+                }
                 return (outcomes, taken, now);
             }, ct);
             // Only a claim that ran alone in this process moves floors: beside another, the rows it skipped as locked
@@ -71,10 +80,11 @@ public sealed class ClaimEngine
     /// expired) has its fallback slot claimed afresh, ahead of the order's own slots.
     /// </summary>
     /// <param name="walked">Collects what the lane walks took (not the handouts, which earlier walks took), for the floors.</param>
-    private async Task<ClaimOutcome> FillAsync(MySqlConnection conn, MySqlTransaction tx, ClaimOrder order, DateTime now, List<TakenItem> walked,
+    /// <param name="last">The transaction's last order: its closing batch carries the COMMIT.</param>
+    private async Task<ClaimOutcome> FillAsync(ClaimTransaction tx, ClaimOrder order, DateTime now, List<TakenItem> walked, bool last,
         CancellationToken ct)
     {
-        var confirmed = await ConfirmAsync(conn, tx, order.Handouts, now, ct);
+        var confirmed = await ConfirmAsync(tx, order.Handouts, now, ct);
         var forHandouts = new TakenItem?[order.Handouts.Count];
         var slots = new List<ClaimSlot>(order.Handouts.Count + order.Slots.Count);
         var lost = new List<int>();
@@ -96,7 +106,7 @@ public sealed class ClaimEngine
         {
             return new ClaimOutcome(forHandouts, []);
         }
-        var taken = await taker.TakeAsync(conn, tx, order.Tasks, slots, now, ct);
+        var taken = await taker.TakeAsync(tx, order.Tasks, slots, now, last, ct);
         walked.AddRange(taken);
         for (var k = 0; k < lost.Count && k < taken.Count; k++)
         {
@@ -106,15 +116,14 @@ public sealed class ClaimEngine
     }
 
     /// <summary>Turns reservations into workers' leases; false for each reservation that was lost meanwhile.</summary>
-    private static async Task<bool[]> ConfirmAsync(MySqlConnection conn, MySqlTransaction tx, IReadOnlyList<Handout> handouts, DateTime now,
-        CancellationToken ct)
+    private static async Task<bool[]> ConfirmAsync(ClaimTransaction tx, IReadOnlyList<Handout> handouts, DateTime now, CancellationToken ct)
     {
         var ok = new bool[handouts.Count];
         if (handouts.Count == 0)
         {
             return ok;
         }
-        await using var batch = new MySqlBatch(conn, tx);
+        await using var batch = new MySqlBatch(tx.Connection);
         foreach (var (item, lease) in handouts)
         {
             var cmd = new MySqlBatchCommand(ClaimSql.ConfirmReservation);
@@ -125,11 +134,12 @@ public sealed class ClaimEngine
             cmd.Parameters.AddWithValue("@Now", now);
             batch.BatchCommands.Add(cmd);
         }
+        tx.BeginWith(batch);
         await batch.ExecuteNonQueryAsync(ct);
         // MySqlBatch does not report rows per statement here, so read back which ones took: a confirmed item carries
         // our token and a worker's lease expiry.
-        var rows = (await conn.QueryAsync<ConfirmedRow>(new CommandDefinition(ClaimSql.ConfirmedLeases,
-            new { Ids = handouts.Select(h => h.Item.Id).ToList() }, tx, cancellationToken: ct))).ToDictionary(r => r.Id);
+        var rows = (await tx.Connection.QueryAsync<ConfirmedRow>(new CommandDefinition(ClaimSql.ConfirmedLeases,
+            new { Ids = handouts.Select(h => h.Item.Id).ToList() }, cancellationToken: ct))).ToDictionary(r => r.Id);
         for (var i = 0; i < handouts.Count; i++)
         {
             ok[i] = rows.TryGetValue(handouts[i].Item.Id, out var r) && handouts[i].Item.HasToken(r.LeaseToken);

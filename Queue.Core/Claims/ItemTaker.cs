@@ -32,14 +32,15 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
     private const string LeaseExpiredError = "lease expired";
 
     /// <summary>Takes one item per slot (fewer if the queue runs dry), in claim order: item k of the answer gets slot k.</summary>
-    public async Task<List<TakenItem>> TakeAsync(MySqlConnection conn, MySqlTransaction tx, IReadOnlyList<string> tasks,
-        IReadOnlyList<ClaimSlot> slots, DateTime now, CancellationToken ct)
+    /// <param name="last">The claim's last walk: its closing batch carries the COMMIT.</param>
+    public async Task<List<TakenItem>> TakeAsync(ClaimTransaction tx, IReadOnlyList<string> tasks, IReadOnlyList<ClaimSlot> slots, DateTime now,
+        bool last, CancellationToken ct)
     {
         var walk = new Walk(slots, now);
         held.SkipIn(walk.Visited, now);
         for (var round = 0; round < MaxRounds && !walk.Full; round++)
         {
-            if (!await RoundAsync(conn, tx, tasks, walk, now, ct))
+            if (!await RoundAsync(tx, tasks, walk, now, ct))
             {
                 break;
             }
@@ -47,18 +48,18 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
             // already show these items as taken. The last round's writes go with the closing batch instead.
             if (!walk.Full && round < MaxRounds - 1)
             {
-                await WriteAsync(conn, tx, walk.Writes, ct);
+                await WriteAsync(tx, walk.Writes, commit: false, ct);
             }
         }
-        await closing.CloseAsync(conn, tx, walk.Writes, walk.Emptied, walk.Taken, now, ct);
+        await closing.CloseAsync(tx, walk.Writes, walk.Emptied, walk.Taken, now, last, ct);
         return walk.Taken;
     }
 
     /// <summary>One round: the selector's lanes not visited yet, their items locked, then taken lane group by lane group; false when no lane is left.</summary>
-    private async Task<bool> RoundAsync(MySqlConnection conn, MySqlTransaction tx, IReadOnlyList<string> tasks, Walk walk, DateTime now, CancellationToken ct)
+    private async Task<bool> RoundAsync(ClaimTransaction tx, IReadOnlyList<string> tasks, Walk walk, DateTime now, CancellationToken ct)
     {
         var limit = walk.Visited.Count + Math.Max(LanesPerRound, walk.Wanted);
-        var lanes = await selector.SelectAsync(conn, tx, new LaneQuery(tasks, now, limit), ct);
+        var lanes = await selector.SelectAsync(tx.Connection, new LaneQuery(tasks, now, limit), ct);
         var fresh = lanes.Where(l => !walk.Visited.Contains((l.JobId, l.Task))).ToList();
         if (fresh.Count == 0)
         {
@@ -67,15 +68,15 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
         var groups = JobGroups(fresh);
         // The head job alone first: when it fills every slot (a big job), no other lane is locked for nothing.
         var wanted = walk.Wanted;
-        var locked = await LockItemsAsync(conn, tx, groups.GetRange(0, 1), wanted, now, ct);
+        var locked = await LockItemsAsync(tx, groups.GetRange(0, 1), wanted, now, ct);
         var headRows = locked[0].Sum(r => r.Count);
         if (groups.Count > 1 && headRows < wanted)
         {
-            locked.AddRange(await LockItemsAsync(conn, tx, groups.GetRange(1, groups.Count - 1), wanted - headRows, now, ct));
+            locked.AddRange(await LockItemsAsync(tx, groups.GetRange(1, groups.Count - 1), wanted - headRows, now, ct));
         }
         for (var gi = 0; gi < locked.Count && !walk.Full; gi++)
         {
-            await TakeGroupAsync(conn, tx, groups[gi], locked[gi], walk, now, ct);
+            await TakeGroupAsync(tx, groups[gi], locked[gi], walk, now, ct);
         }
         return true;
     }
@@ -85,7 +86,7 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
     /// selector is asked again after this round (it may offer the lane again); the round itself goes on through the
     /// other lanes, so that a selector can hand out one round of quotas across many tenants per query (tenant-fair).
     /// </summary>
-    private async Task TakeGroupAsync(MySqlConnection conn, MySqlTransaction tx, List<Lane> group, List<List<LockedRow>> locked, Walk walk,
+    private async Task TakeGroupAsync(ClaimTransaction tx, List<Lane> group, List<List<LockedRow>> locked, Walk walk,
         DateTime now, CancellationToken ct)
     {
         var want = LimitOf(group[0], walk.Wanted);
@@ -106,7 +107,7 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
         var count = 0;
         foreach (var row in rows.Take(used))
         {
-            if (await TakeRowAsync(conn, tx, row, group[0].TenantId, walk, now, ct))
+            if (await TakeRowAsync(tx.Connection, row, group[0].TenantId, walk, now, ct))
             {
                 count++;
             }
@@ -149,14 +150,14 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
     /// round trip (<see cref="ClaimSql.LockLanesItems"/>); each lane is asked for at most <paramref name="want"/> (its
     /// quota, if less).
     /// </summary>
-    private async Task<List<List<List<LockedRow>>>> LockItemsAsync(MySqlConnection conn, MySqlTransaction tx,
-        List<List<Lane>> groups, int want, DateTime now, CancellationToken ct)
+    private async Task<List<List<List<LockedRow>>>> LockItemsAsync(ClaimTransaction tx, List<List<Lane>> groups, int want, DateTime now,
+        CancellationToken ct)
     {
         var lanes = groups.SelectMany(g => g).ToList();
         var perLane = lanes.Select(_ => new List<LockedRow>()).ToList();
         var limits = lanes.Select(l => LimitOf(l, want)).ToList();
         var floorOf = lanes.Select(l => floors.Of(l.JobId, l.Task, now)).ToList();
-        await using (var cmd = new MySqlCommand(ClaimSql.LockLanesItems(floorOf.Select(f => f > 0).ToList()), conn, tx))
+        await using (var cmd = new MySqlCommand(ClaimSql.LockLanesItems(floorOf.Select(f => f > 0).ToList()), tx.Connection))
         {
             LaneCommand.AddLanes(cmd.Parameters, lanes.Select(l => (l.JobId, l.Task)).ToList());
             cmd.Parameters.AddNumbered("@l", limits);
@@ -169,6 +170,7 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
                 }
             }
             cmd.Parameters.AddWithValue("@Now", now);
+            tx.BeginWith(cmd);
             await using var reader = await cmd.ExecuteReaderAsync(ct);
             var parse = reader.GetRowParser<LockedRow>(startIndex: 1);
             while (await reader.ReadAsync(ct))
@@ -199,7 +201,7 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
     /// Queues the write that gives <paramref name="row"/> to the walk's next slot; false when the row is instead an
     /// expired lease that used up its attempts (it goes dead here and takes no slot).
     /// </summary>
-    private async Task<bool> TakeRowAsync(MySqlConnection conn, MySqlTransaction tx, LockedRow row, long tenant, Walk walk, DateTime now,
+    private async Task<bool> TakeRowAsync(MySqlConnection conn, LockedRow row, long tenant, Walk walk, DateTime now,
         CancellationToken ct)
     {
         var expired = row.State == ItemStates.Leased && row.LeaseExpiresAt is not null;
@@ -207,12 +209,12 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
         {
             counters.OnLeaseExpired();
             await conn.ExecuteAsync(new CommandDefinition(ClaimSql.RecordError,
-                new { row.Id, Attempt = row.Attempts, Error = LeaseExpiredError, Now = now }, tx, cancellationToken: ct));
-            var max = await conn.ExecuteScalarAsync<int>(new CommandDefinition(ClaimSql.MaxAttemptsOfJob, new { row.JobId }, tx, cancellationToken: ct));
+                new { row.Id, Attempt = row.Attempts, Error = LeaseExpiredError, Now = now }, cancellationToken: ct));
+            var max = await conn.ExecuteScalarAsync<int>(new CommandDefinition(ClaimSql.MaxAttemptsOfJob, new { row.JobId }, cancellationToken: ct));
             if (row.Attempts >= max)
             {
-                await conn.ExecuteAsync(new CommandDefinition(ClaimSql.KillItem, new { row.Id, Error = LeaseExpiredError, Now = now }, tx, cancellationToken: ct));
-                await JobCounters.CountFinishedAsync(conn, tx, row.JobId, new(Dead: 1), now, ct);
+                await conn.ExecuteAsync(new CommandDefinition(ClaimSql.KillItem, new { row.Id, Error = LeaseExpiredError, Now = now }, cancellationToken: ct));
+                await JobCounters.CountFinishedAsync(conn, null, row.JobId, new(Dead: 1), now, ct);
                 return false;
             }
         }
@@ -232,14 +234,20 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
         return true;
     }
 
-    internal static async Task WriteAsync(MySqlConnection conn, MySqlTransaction tx, ClaimWrites writes, CancellationToken ct)
+    /// <param name="commit">The claim's last batch: it carries the COMMIT.</param>
+    internal static async Task WriteAsync(ClaimTransaction tx, ClaimWrites writes, bool commit, CancellationToken ct)
     {
         if (writes.IsEmpty)
         {
             return;
         }
-        await using var batch = new MySqlBatch(conn, tx);
+        await using var batch = new MySqlBatch(tx.Connection);
         writes.MoveTo(batch);
+        tx.BeginWith(batch);
+        if (commit)
+        {
+            tx.CommitWith(batch);
+        }
         await batch.ExecuteNonQueryAsync(ct);
     }
 

@@ -10,8 +10,11 @@ internal readonly record struct Finished(int Done = 0, int Dead = 0, int Cancell
 /// <summary>A job's counters, kept in the same transaction as the item change (docs/DESIGN.md "Counters").</summary>
 internal static class JobCounters
 {
-    /// <summary>Counts finished items on the job row; a job left with no active item loses its lanes in the same transaction.</summary>
-    public static async Task CountFinishedAsync(MySqlConnection conn, MySqlTransaction tx, long jobId, Finished n, DateTime now, CancellationToken ct)
+    /// <summary>
+    /// Counts finished items on the job row; a job left with no active item loses its lanes in the same transaction.
+    /// <paramref name="tx"/> is null inside a claim, whose transaction is run by hand (<see cref="ClaimTransaction"/>).
+    /// </summary>
+    public static async Task CountFinishedAsync(MySqlConnection conn, MySqlTransaction? tx, long jobId, Finished n, DateTime now, CancellationToken ct)
     {
         await conn.ExecuteAsync(new CommandDefinition(ClaimSql.CountFinished,
             new { JobId = jobId, n.Done, n.Dead, n.Cancelled, Now = now }, tx, cancellationToken: ct));

@@ -17,14 +17,15 @@ public sealed record Lane(long JobId, string Task, long TenantId, long Value, in
 public sealed record LaneQuery(IReadOnlyList<string> Tasks, DateTime Now, int Limit);
 
 /// <summary>
-/// The replaceable step of a claim that decides which lanes come first. The engine calls it inside the claim
-/// transaction, takes the lowest item ids from the lanes in the order given, and reports every take through
+/// The replaceable step of a claim that decides which lanes come first. The engine calls it with the claim's
+/// connection (its reads are consistent reads, the same inside the claim's transaction or before it begins: see
+/// <see cref="ClaimTransaction"/>), takes the lowest item ids from the lanes in the order given, and reports every take through
 /// <see cref="Claimed"/>, so that a stateful policy (the tenant-fair share, docs/DESIGN.md "Fairness") sees each item it gave away, even
 /// when one transaction serves a whole batch of workers.
 /// </summary>
 public interface ILaneSelector
 {
-    Task<IReadOnlyList<Lane>> SelectAsync(MySqlConnection conn, MySqlTransaction tx, LaneQuery query, CancellationToken ct);
+    Task<IReadOnlyList<Lane>> SelectAsync(MySqlConnection conn, LaneQuery query, CancellationToken ct);
 
     /// <summary>
     /// Items were taken from a lane of <paramref name="tenantId"/>. Called inside the claim transaction, before it
@@ -37,19 +38,19 @@ public interface ILaneSelector
 /// <summary>docs/CONTRACT.md's order: lowest value first, ties to the older job; straight off the ordering indexes.</summary>
 public sealed class SeedLaneSelector : ILaneSelector
 {
-    public async Task<IReadOnlyList<Lane>> SelectAsync(MySqlConnection conn, MySqlTransaction tx, LaneQuery query, CancellationToken ct)
+    public async Task<IReadOnlyList<Lane>> SelectAsync(MySqlConnection conn, LaneQuery query, CancellationToken ct)
     {
         if (query.Tasks.Count == 0)
         {
             return (await conn.QueryAsync<LaneRow>(new CommandDefinition(ClaimSql.SeedLanesAny,
-                new { query.Now, query.Limit }, tx, cancellationToken: ct))).Select(r => r.ToLane()).ToList();
+                new { query.Now, query.Limit }, cancellationToken: ct))).Select(r => r.ToLane()).ToList();
         }
         // One index walk per task (each already in order), merged here: a multi-task IN over the index would sort.
         var lanes = new List<Lane>();
         foreach (var task in query.Tasks)
         {
             lanes.AddRange((await conn.QueryAsync<LaneRow>(new CommandDefinition(ClaimSql.SeedLanesForTask,
-                new { Task = task, query.Now, query.Limit }, tx, cancellationToken: ct))).Select(r => r.ToLane()));
+                new { Task = task, query.Now, query.Limit }, cancellationToken: ct))).Select(r => r.ToLane()));
         }
         if (query.Tasks.Count > 1)
         {

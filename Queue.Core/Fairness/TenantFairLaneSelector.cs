@@ -24,36 +24,36 @@ public sealed class TenantFairLaneSelector(FairShare fair, TimeProvider clock) :
 
     public FairShare Share => fair;
 
-    public async Task<IReadOnlyList<Lane>> SelectAsync(MySqlConnection conn, MySqlTransaction tx, LaneQuery query, CancellationToken ct)
+    public async Task<IReadOnlyList<Lane>> SelectAsync(MySqlConnection conn, LaneQuery query, CancellationToken ct)
     {
         var lanes = new List<Lane>();
         var overrides = query.Tasks.Count == 0
-            ? await conn.QueryAsync<LaneRow>(Cmd(FairnessSql.OverrideLanes, new { query.Now, query.Limit }, tx, ct))
-            : await conn.QueryAsync<LaneRow>(Cmd(FairnessSql.OverrideLanesForTasks, new { query.Now, query.Limit, query.Tasks }, tx, ct));
+            ? await conn.QueryAsync<LaneRow>(Cmd(FairnessSql.OverrideLanes, new { query.Now, query.Limit }, ct))
+            : await conn.QueryAsync<LaneRow>(Cmd(FairnessSql.OverrideLanesForTasks, new { query.Now, query.Limit, query.Tasks }, ct));
         lanes.AddRange(overrides.Select(r => r.ToLane(null)));
 
         var tenants = new HashSet<long>();
         if (query.Tasks.Count == 0)
         {
-            tenants.UnionWith(await conn.QueryAsync<long>(Cmd(FairnessSql.TenantsWithLanes, null, tx, ct)));
+            tenants.UnionWith(await conn.QueryAsync<long>(Cmd(FairnessSql.TenantsWithLanes, null, ct)));
         }
         else
         {
             foreach (var task in query.Tasks)
             {
-                tenants.UnionWith(await conn.QueryAsync<long>(Cmd(FairnessSql.TenantsWithLanesForTask, new { Task = task }, tx, ct)));
+                tenants.UnionWith(await conn.QueryAsync<long>(Cmd(FairnessSql.TenantsWithLanesForTask, new { Task = task }, ct)));
             }
         }
         if (tenants.Count == 0)
         {
             return lanes;
         }
-        await RefreshWeightsAsync(conn, tx, tenants, ct);
+        await RefreshWeightsAsync(conn, tenants, ct);
         if (tenants.Count == 1)
         {
             // Nobody to share with: the tenant's own lanes in seed order, as many as the engine asked for.
             var only = tenants.First();
-            var own = await TenantLanesAsync(conn, tx, only, query, ct);
+            var own = await TenantLanesAsync(conn, only, query, ct);
             if (own.Count > 0)
             {
                 fair.Backlogged([only]);
@@ -67,7 +67,7 @@ public sealed class TenantFairLaneSelector(FairShare fair, TimeProvider clock) :
         for (var i = 0; i < ranked.Count && heads.Count < FairnessSql.HeadsPerQuery; i += FairnessSql.HeadsPerQuery)
         {
             var chunk = ranked.Skip(i).Take(FairnessSql.HeadsPerQuery).ToList();
-            foreach (var head in await HeadsAsync(conn, tx, chunk, query, ct))
+            foreach (var head in await HeadsAsync(conn, chunk, query, ct))
             {
                 heads[head.TenantId] = head;
             }
@@ -94,7 +94,7 @@ public sealed class TenantFairLaneSelector(FairShare fair, TimeProvider clock) :
     }
 
     /// <summary>Tenant weights, re-read every few seconds, and at once when a tenant shows up that the cache does not know.</summary>
-    private async Task RefreshWeightsAsync(MySqlConnection conn, MySqlTransaction tx, IEnumerable<long> tenants, CancellationToken ct)
+    private async Task RefreshWeightsAsync(MySqlConnection conn, IEnumerable<long> tenants, CancellationToken ct)
     {
         var now = clock.GetUtcNow();
         lock (gate)
@@ -104,7 +104,7 @@ public sealed class TenantFairLaneSelector(FairShare fair, TimeProvider clock) :
                 return;
             }
         }
-        var rows = await conn.QueryAsync<(long Id, int Weight)>(Cmd(FairnessSql.TenantWeights, null, tx, ct));
+        var rows = await conn.QueryAsync<(long Id, int Weight)>(Cmd(FairnessSql.TenantWeights, null, ct));
         var map = rows.ToDictionary(r => r.Id, r => r.Weight);
         lock (gate)
         {
@@ -113,25 +113,25 @@ public sealed class TenantFairLaneSelector(FairShare fair, TimeProvider clock) :
         }
     }
 
-    private static async Task<List<Lane>> TenantLanesAsync(MySqlConnection conn, MySqlTransaction tx, long tenant, LaneQuery query, CancellationToken ct)
+    private static async Task<List<Lane>> TenantLanesAsync(MySqlConnection conn, long tenant, LaneQuery query, CancellationToken ct)
     {
         if (query.Tasks.Count == 0)
         {
-            return (await conn.QueryAsync<LaneRow>(Cmd(FairnessSql.TenantLanes, new { TenantId = tenant, query.Now, query.Limit }, tx, ct)))
+            return (await conn.QueryAsync<LaneRow>(Cmd(FairnessSql.TenantLanes, new { TenantId = tenant, query.Now, query.Limit }, ct)))
                 .Select(r => r.ToLane(null)).ToList();
         }
         var lanes = new List<Lane>();
         foreach (var task in query.Tasks)
         {
             lanes.AddRange((await conn.QueryAsync<LaneRow>(Cmd(FairnessSql.TenantLanesForTask,
-                new { Task = task, TenantId = tenant, query.Now, query.Limit }, tx, ct))).Select(r => r.ToLane(null)));
+                new { Task = task, TenantId = tenant, query.Now, query.Limit }, ct))).Select(r => r.ToLane(null)));
         }
         lanes.Sort(SeedOrder);
         return lanes.Take(query.Limit).ToList();
     }
 
     /// <summary>Each tenant's first claimable lane in seed order (across the worker's tasks), for up to eight tenants.</summary>
-    private static async Task<List<Lane>> HeadsAsync(MySqlConnection conn, MySqlTransaction tx, List<long> chunk, LaneQuery query, CancellationToken ct)
+    private static async Task<List<Lane>> HeadsAsync(MySqlConnection conn, List<long> chunk, LaneQuery query, CancellationToken ct)
     {
         var args = new DynamicParameters();
         for (var k = 0; k < FairnessSql.HeadsPerQuery; k++)
@@ -142,14 +142,14 @@ public sealed class TenantFairLaneSelector(FairShare fair, TimeProvider clock) :
         var found = new List<Lane>();
         if (query.Tasks.Count == 0)
         {
-            found.AddRange((await conn.QueryAsync<LaneRow>(Cmd(FairnessSql.TenantHeads, args, tx, ct))).Select(r => r.ToLane(null)));
+            found.AddRange((await conn.QueryAsync<LaneRow>(Cmd(FairnessSql.TenantHeads, args, ct))).Select(r => r.ToLane(null)));
         }
         else
         {
             foreach (var task in query.Tasks)
             {
                 args.Add("Task", task);
-                found.AddRange((await conn.QueryAsync<LaneRow>(Cmd(FairnessSql.TenantHeadsForTask, args, tx, ct))).Select(r => r.ToLane(null)));
+                found.AddRange((await conn.QueryAsync<LaneRow>(Cmd(FairnessSql.TenantHeadsForTask, args, ct))).Select(r => r.ToLane(null)));
             }
         }
         found.Sort(SeedOrder);
@@ -159,7 +159,7 @@ public sealed class TenantFairLaneSelector(FairShare fair, TimeProvider clock) :
     private static int SeedOrder(Lane a, Lane b) =>
         a.Value != b.Value ? a.Value.CompareTo(b.Value) : a.JobId != b.JobId ? a.JobId.CompareTo(b.JobId) : string.CompareOrdinal(a.Task, b.Task);
 
-    private static CommandDefinition Cmd(string sql, object? args, MySqlTransaction tx, CancellationToken ct) => new(sql, args, tx, cancellationToken: ct);
+    private static CommandDefinition Cmd(string sql, object? args, CancellationToken ct) => new(sql, args, cancellationToken: ct);
 
     private sealed record LaneRow(long JobId, string Task, long TenantId, long Value)
     {

@@ -1,0 +1,92 @@
+using MySqlConnector;
+
+namespace Queue.Core.Claims;
+
+/// <summary>
+/// A claim's READ COMMITTED transaction, begun and committed by hand so that neither costs a round trip of its own.
+/// MySqlConnector's <c>BeginTransactionAsync</c> sends its two statements (isolation level, then START TRANSACTION) one
+/// round trip each, and <c>CommitAsync</c> a third. Here the begin rides the claim's first locking statement: the lane
+/// walk before it is a consistent read, which READ COMMITTED serves the same inside a transaction or out of it, and a
+/// claim that finds no lane never begins one. The COMMIT rides the claim's last batch when there is one. A claim of a
+/// one-item job makes four round trips where it made seven (docs/DESIGN.md "Claim and completion round trips").
+/// </summary>
+/// <remarks>
+/// Commands run with no <see cref="MySqlTransaction"/>: the connection has none, and the server's transaction is the one
+/// these statements opened. Whoever runs a claim must call <see cref="RollbackAsync"/> when it fails, before the
+/// connection goes back to the pool; a ROLLBACK after a COMMIT that went through changes nothing.
+/// </remarks>
+internal sealed class ClaimTransaction(MySqlConnection connection)
+{
+    /// <summary>Applies to the next transaction only, whatever the session's or the server's default is.</summary>
+    private const string Isolation = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED";
+
+    private const string Start = "START TRANSACTION";
+
+    private bool begun;
+    private bool commitSent;
+
+    public MySqlConnection Connection => connection;
+
+    /// <summary>Puts the begin in front of <paramref name="command"/>, unless the transaction has begun already.</summary>
+    public void BeginWith(MySqlCommand command)
+    {
+        if (!begun)
+        {
+            command.CommandText = Isolation + ";\n" + Start + ";\n" + command.CommandText;
+            begun = true;
+        }
+    }
+
+    /// <summary>Puts the begin in front of <paramref name="batch"/>'s statements, unless the transaction has begun already.</summary>
+    public void BeginWith(MySqlBatch batch)
+    {
+        if (!begun)
+        {
+            batch.BatchCommands.Insert(0, new MySqlBatchCommand(Start));
+            batch.BatchCommands.Insert(0, new MySqlBatchCommand(Isolation));
+            begun = true;
+        }
+    }
+
+    /// <summary>Ends <paramref name="batch"/>, the claim's last, with the COMMIT.</summary>
+    public void CommitWith(MySqlBatch batch)
+    {
+        if (begun && !commitSent)
+        {
+            batch.BatchCommands.Add(new MySqlBatchCommand("COMMIT"));
+            commitSent = true;
+        }
+    }
+
+    /// <summary>Commits in a round trip of its own, unless the last batch carried the COMMIT or nothing began.</summary>
+    public async Task CommitAsync(CancellationToken ct)
+    {
+        if (begun && !commitSent)
+        {
+            await using var commit = new MySqlCommand("COMMIT", connection);
+            await commit.ExecuteNonQueryAsync(ct);
+            commitSent = true;
+        }
+    }
+
+    /// <summary>
+    /// Rolls back after a failure, so that no lock outlives the claim. A connection that failed this far is most
+    /// likely gone, and the server rolls back a gone connection's transaction itself: that failure is not the caller's.
+    /// </summary>
+    public async Task RollbackAsync()
+    {
+        if (!begun || connection.State != System.Data.ConnectionState.Open)
+        {
+            return;
+        }
+        try
+        {
+            await using var rollback = new MySqlCommand("ROLLBACK", connection);
+            await rollback.ExecuteNonQueryAsync(CancellationToken.None);
+        }
+        catch (Exception ex) when (ex is MySqlException or InvalidOperationException or IOException)
+        {
+            // The claim's own error is the one to report; see the summary.
+        }
+    }
+}
