@@ -17,8 +17,12 @@ namespace Queue.Core.Claims;
 /// </remarks>
 internal sealed class ClaimTransaction(MySqlConnection connection)
 {
-    /// <summary>Applies to the next transaction only, whatever the session's or the server's default is.</summary>
-    private const string Isolation = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED";
+    /// <summary>
+    /// The session's level, as the driver's own begin sets it, whatever the server's default is. Not the next-transaction
+    /// form: on a server whose sessions start with autocommit off, the walk before the begin has opened a transaction
+    /// already, and that form is refused inside one; START TRANSACTION then ends the walk's transaction.
+    /// </summary>
+    private const string Isolation = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED";
 
     private const string Start = "START TRANSACTION";
 
