@@ -52,11 +52,7 @@ public sealed class BenchEnvironment : IAsyncDisposable
             ["Logging__LogLevel__Default"] = "Warning",
             ["DOTNET_gcServer"] = "0",
         };
-        foreach (var (k, v) in assembly == "Queue.Api" ? ApiRuntimeSettings() : new Dictionary<string, string>())
-        {
-            settings[k] = v;
-        }
-        foreach (var (k, v) in env ?? new Dictionary<string, string>())
+        foreach (var (k, v) in (assembly == "Queue.Api" ? ApiRuntimeSettings() : []).Concat(env ?? new Dictionary<string, string>()))
         {
             settings[k] = v;
         }

@@ -31,7 +31,10 @@ internal sealed class ClaimTransaction(MySqlConnection connection)
 
     public MySqlConnection Connection => connection;
 
-    /// <summary>Puts the begin in front of <paramref name="command"/>, unless the transaction has begun already.</summary>
+    /// <summary>
+    /// Puts the begin in front of <paramref name="command"/>, unless the transaction has begun already. The claim's
+    /// writing batches call it too, although a lock always came first: a write can never run outside the transaction.
+    /// </summary>
     public void BeginWith(MySqlCommand command)
     {
         if (!begun)
