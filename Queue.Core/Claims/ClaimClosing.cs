@@ -17,8 +17,8 @@ internal sealed class ClaimClosing(HeldLanes held)
     private readonly ConcurrentDictionary<long, string> tenantNames = new();
 
     /// <summary>
-    /// One round trip: the last writes, then the lanes locked with SKIP LOCKED, the earliest due time of each lane's
-    /// active items, and the documents. A second round trip writes the hints. SKIP LOCKED: an upload's
+    /// One round trip: the last writes, then the lanes locked with SKIP LOCKED, whether each lane still has a claimable
+    /// item (else the earliest due time of its active items), and the documents. A second round trip writes the hints. SKIP LOCKED: an upload's
     /// LEAST(available_at, now) is never lost under our hint, and a claim never waits for a lane a rewrite or an upload
     /// holds (those set the hint themselves). The due times are read after this claim's writes, so its own leases count.
     /// Each kind is one statement for up to <see cref="LaneCommand.MaxLanes"/> lanes, and one for all the documents: a
@@ -35,7 +35,7 @@ internal sealed class ClaimClosing(HeldLanes held)
             await ItemTaker.WriteAsync(tx, writes, last, ct);
             return;
         }
-        var (hints, docs) = await ReadLanesAndDocumentsAsync(tx, writes, lanes, documents, now, ct);
+        var (hints, docs) = await ReadLanesAndDocumentsAsync(tx, writes, lanes, HighestTaken(lanes, taken), documents, now, ct);
         var hinted = hints.Where(h => h.NextDue is not null).ToList();
         var removed = hints.Where(h => h.NextDue is null).ToList();
         if (hints.Count > 0)
@@ -68,18 +68,27 @@ internal sealed class ClaimClosing(HeldLanes held)
         }
     }
 
+    /// <summary>Per lane, the highest item id the claim took from it (0 if none): the next-due read looks past it first.</summary>
+    private static List<long> HighestTaken(List<(long JobId, string Task)> lanes, List<TakenItem> taken) =>
+        lanes.Select(l => taken.Where(t => t.JobId == l.JobId && t.Task == l.Task).Select(t => t.Id).DefaultIfEmpty(0).Max()).ToList();
+
     private async Task<(List<(long JobId, string Task, DateTime? NextDue)> Hints, Dictionary<long, DocRow> Docs)> ReadLanesAndDocumentsAsync(
-        ClaimTransaction tx, ClaimWrites writes, List<(long JobId, string Task)> lanes, List<long> documents, DateTime now, CancellationToken ct)
+        ClaimTransaction tx, ClaimWrites writes, List<(long JobId, string Task)> lanes, List<long> highest, List<long> documents, DateTime now,
+        CancellationToken ct)
     {
         var hints = new List<(long JobId, string Task, DateTime? NextDue)>();
         var docs = new Dictionary<long, DocRow>();
         await using var batch = new MySqlBatch(tx.Connection);
         writes.MoveTo(batch);
         var chunks = lanes.Chunk(LaneCommand.MaxLanes).ToList();
-        foreach (var chunk in chunks)
+        for (var c = 0; c < chunks.Count; c++)
         {
+            var chunk = chunks[c];
             batch.BatchCommands.Add(LaneCommand.Batch(ClaimSql.LockLanes(chunk.Length), chunk));
-            batch.BatchCommands.Add(LaneCommand.Batch(ClaimSql.LanesNextDue(chunk.Length), chunk));
+            var nextDue = LaneCommand.Batch(ClaimSql.LanesNextDue(chunk.Length), chunk);
+            nextDue.Parameters.AddNumbered("@m", highest.Skip(c * LaneCommand.MaxLanes).Take(chunk.Length));
+            nextDue.Parameters.AddWithValue("@Now", now);
+            batch.BatchCommands.Add(nextDue);
         }
         if (documents.Count > 0)
         {
@@ -105,7 +114,11 @@ internal sealed class ClaimClosing(HeldLanes held)
                 await results.NextAsync(ct);
                 while (await reader.ReadAsync(ct))
                 {
-                    due[(reader.GetInt64(0), reader.GetString(1))] = reader.GetDateTime(2);
+                    // NULL: the lane has no active item left.
+                    if (!reader.IsDBNull(2))
+                    {
+                        due[(reader.GetInt64(0), reader.GetString(1))] = reader.GetDateTime(2);
+                    }
                 }
             }
             foreach (var (jobId, task) in lanes)

@@ -36,6 +36,7 @@ public sealed class ClaimPlanTests
             args.Add($"@a{k}", TenOClock.UtcDateTime);
             args.Add($"@l{k}", 1);
             args.Add($"@f{k}", 0L);
+            args.Add($"@m{k}", 0L);
             args.Add($"@i{k}", items[k]);
             args.Add($"@n{k}", 1);
         }

@@ -1,0 +1,60 @@
+using Dapper;
+using MySqlConnector;
+using Queue.Core.Claims;
+using Queue.Tests.Infrastructure;
+using static Queue.Tests.Jobs.JobsTestKit;
+
+namespace Queue.Tests.Work;
+
+/// <summary>
+/// A claim's cost does not grow with the depth of the lane it takes from (docs/DESIGN.md "Lane hints at depth"): its
+/// closing asks whether the lane still has a claimable item, and must not read the whole lane to answer.
+/// </summary>
+public sealed class DeepLaneClaimTests(ApiFixture fx) : IClassFixture<ApiFixture>
+{
+    private const int Depth = 20_000;
+
+    [Fact]
+    public async Task A_claim_from_a_lane_of_twenty_thousand_items_reads_only_the_head_of_the_lane()
+    {
+        var (_, key) = await fx.NewCustomerAsync();
+        var job = (await fx.Api.ClientWithKey(key).CreateJobAsync(new
+        {
+            name = "deep-lane",
+            tasks = new[] { "text" },
+            documents = new[] { new { name = "d.txt", content = B64("d") } },
+        })).GetProperty("id").GetInt64();
+        await using (var conn = await fx.DataSource.OpenConnectionAsync())
+        {
+            // The lane's other items share the job's one document: the claim reads items, not documents, per item.
+            await conn.ExecuteAsync($"""
+                INSERT INTO items (job_id, document_id, task, state, due_at, created_at, updated_at)
+                SELECT i.job_id, i.document_id, i.task, 0, i.due_at, i.created_at, i.updated_at
+                FROM items i JOIN seq_1_to_{Depth} s WHERE i.job_id = @job;
+                UPDATE jobs SET items_total = items_total + {Depth} WHERE id = @job
+                """, new { job });
+        }
+        // One connection that keeps its session: the handler counters before and after are the claim's own reads.
+        var builder = new MySqlConnectionStringBuilder(fx.ConnectionString) { ConnectionReset = false, MaximumPoolSize = 1 };
+        await using var db = new MySqlDataSourceBuilder(builder.ConnectionString).Build();
+        var engine = new ClaimEngine(db, new SeedLaneSelector(), TimeProvider.System, new ClaimCounters());
+        var slot = new ClaimSlot("w", DateTime.UtcNow.AddMinutes(5), false);
+
+        var before = await IndexReadsAsync(db);
+        var claimed = await engine.ClaimAsync([new ClaimOrder(["text"], [], [slot])], default);
+        var reads = await IndexReadsAsync(db) - before;
+
+        Assert.Equal(job, Assert.Single(claimed[0].ForSlots).JobId);
+        // Reading the lane whole to find its next due time costs at least one read per item (20,000).
+        Assert.True(reads < 1_000, $"the claim read {reads} index entries from a lane of {Depth + 1} items");
+    }
+
+    /// <summary>Rows read through an index by this session so far (the next entry, and the first of each lookup).</summary>
+    private static async Task<long> IndexReadsAsync(MySqlDataSource db)
+    {
+        await using var conn = await db.OpenConnectionAsync();
+        var rows = await conn.QueryAsync<(string Name, string Value)>(
+            "SHOW SESSION STATUS WHERE Variable_name IN ('Handler_read_next', 'Handler_read_key')");
+        return rows.Sum(r => long.Parse(r.Value, System.Globalization.CultureInfo.InvariantCulture));
+    }
+}
