@@ -25,8 +25,8 @@ internal sealed class ClaimClosing(HeldLanes held)
     /// claim of eight one-item jobs used to send 32 statements here and 8 for the hints (docs/DESIGN.md "Claim and
     /// completion round trips"). The claim's last closing (<paramref name="last"/>) ends its last batch with the COMMIT.
     /// </summary>
-    public async Task CloseAsync(ClaimTransaction tx, ClaimWrites writes, List<Lane> emptied, List<TakenItem> taken, DateTime now, bool last,
-        CancellationToken ct)
+    public async Task CloseAsync(ClaimTransaction tx, ClaimWrites writes, List<Lane> emptied, IReadOnlySet<(long JobId, string Task)> exhausted,
+        List<TakenItem> taken, DateTime now, bool last, CancellationToken ct)
     {
         var lanes = emptied.Select(l => (l.JobId, l.Task)).Distinct().ToList();
         var documents = taken.Select(t => t.DocumentId).Distinct().ToList();
@@ -35,7 +35,7 @@ internal sealed class ClaimClosing(HeldLanes held)
             await ItemTaker.WriteAsync(tx, writes, last, ct);
             return;
         }
-        var (hints, docs) = await ReadLanesAndDocumentsAsync(tx, writes, lanes, HighestTaken(lanes, taken), documents, now, ct);
+        var (hints, docs) = await ReadLanesAndDocumentsAsync(tx, writes, lanes, exhausted, taken, documents, now, ct);
         var hinted = hints.Where(h => h.NextDue is not null).ToList();
         var removed = hints.Where(h => h.NextDue is null).ToList();
         if (hints.Count > 0)
@@ -68,27 +68,35 @@ internal sealed class ClaimClosing(HeldLanes held)
         }
     }
 
-    /// <summary>Per lane, the highest item id the claim took from it (0 if none): the next-due read looks past it first.</summary>
-    private static List<long> HighestTaken(List<(long JobId, string Task)> lanes, List<TakenItem> taken) =>
-        lanes.Select(l => taken.Where(t => t.JobId == l.JobId && t.Task == l.Task).Select(t => t.Id).DefaultIfEmpty(0).Max()).ToList();
-
     private async Task<(List<(long JobId, string Task, DateTime? NextDue)> Hints, Dictionary<long, DocRow> Docs)> ReadLanesAndDocumentsAsync(
-        ClaimTransaction tx, ClaimWrites writes, List<(long JobId, string Task)> lanes, List<long> highest, List<long> documents, DateTime now,
-        CancellationToken ct)
+        ClaimTransaction tx, ClaimWrites writes, List<(long JobId, string Task)> lanes, IReadOnlySet<(long JobId, string Task)> exhausted,
+        List<TakenItem> taken, List<long> documents, DateTime now, CancellationToken ct)
     {
         var hints = new List<(long JobId, string Task, DateTime? NextDue)>();
         var docs = new Dictionary<long, DocRow>();
         await using var batch = new MySqlBatch(tx.Connection);
         writes.MoveTo(batch);
-        var chunks = lanes.Chunk(LaneCommand.MaxLanes).ToList();
-        for (var c = 0; c < chunks.Count; c++)
+        var locks = lanes.Chunk(LaneCommand.MaxLanes).ToList();
+        foreach (var chunk in locks)
         {
-            var chunk = chunks[c];
             batch.BatchCommands.Add(LaneCommand.Batch(ClaimSql.LockLanes(chunk.Length), chunk));
-            var nextDue = LaneCommand.Batch(ClaimSql.LanesNextDue(chunk.Length), chunk);
-            nextDue.Parameters.AddNumbered("@m", highest.Skip(c * LaneCommand.MaxLanes).Take(chunk.Length));
-            nextDue.Parameters.AddWithValue("@Now", now);
-            batch.BatchCommands.Add(nextDue);
+        }
+        // A lane whose read came back short has nothing claimable left above it: its earliest due time is all there is
+        // to know. A lane that gave all it was asked for may hold more: look past the claim's items first, so that a deep
+        // lane is never read whole (docs/DESIGN.md "Lane hints at depth").
+        var dueReads = 0;
+        foreach (var chunk in lanes.Where(exhausted.Contains).Chunk(LaneCommand.MaxLanes))
+        {
+            batch.BatchCommands.Add(LaneCommand.Batch(ClaimSql.LanesNextDue(chunk.Length), chunk));
+            dueReads++;
+        }
+        foreach (var chunk in lanes.Where(l => !exhausted.Contains(l)).Chunk(LaneCommand.MaxLanes))
+        {
+            var cmd = LaneCommand.Batch(ClaimSql.LanesClaimableOrNextDue(chunk.Length), chunk);
+            cmd.Parameters.AddNumbered("@m", chunk.Select(l => taken.Where(t => t.JobId == l.JobId && t.Task == l.Task).Select(t => t.Id).DefaultIfEmpty(0).Max()));
+            cmd.Parameters.AddWithValue("@Now", now);
+            batch.BatchCommands.Add(cmd);
+            dueReads++;
         }
         if (documents.Count > 0)
         {
@@ -104,13 +112,16 @@ internal sealed class ClaimClosing(HeldLanes held)
             // Task names are lower case by validation, so they come back exactly as the walk read them.
             var locked = new HashSet<(long, string)>();
             var due = new Dictionary<(long, string), DateTime>();
-            foreach (var _ in chunks)
+            foreach (var _ in locks)
             {
                 await results.NextAsync(ct);
                 while (await reader.ReadAsync(ct))
                 {
                     locked.Add((reader.GetInt64(0), reader.GetString(1)));
                 }
+            }
+            for (var r = 0; r < dueReads; r++)
+            {
                 await results.NextAsync(ct);
                 while (await reader.ReadAsync(ct))
                 {

@@ -51,7 +51,7 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
                 await WriteAsync(tx, walk.Writes, commit: false, ct);
             }
         }
-        await closing.CloseAsync(tx, walk.Writes, walk.Emptied, walk.Taken, now, last, ct);
+        await closing.CloseAsync(tx, walk.Writes, walk.Emptied, walk.Exhausted, walk.Taken, now, last, ct);
         return walk.Taken;
     }
 
@@ -68,11 +68,11 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
         var groups = JobGroups(fresh);
         // The head job alone first: when it fills every slot (a big job), no other lane is locked for nothing.
         var wanted = walk.Wanted;
-        var locked = await LockItemsAsync(tx, groups.GetRange(0, 1), wanted, now, ct);
+        var locked = await LockItemsAsync(tx, groups.GetRange(0, 1), wanted, walk, now, ct);
         var headRows = locked[0].Sum(r => r.Count);
         if (groups.Count > 1 && headRows < wanted)
         {
-            locked.AddRange(await LockItemsAsync(tx, groups.GetRange(1, groups.Count - 1), wanted - headRows, now, ct));
+            locked.AddRange(await LockItemsAsync(tx, groups.GetRange(1, groups.Count - 1), wanted - headRows, walk, now, ct));
         }
         for (var gi = 0; gi < locked.Count && !walk.Full; gi++)
         {
@@ -150,8 +150,8 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
     /// round trip (<see cref="ClaimSql.LockLanesItems"/>); each lane is asked for at most <paramref name="want"/> (its
     /// quota, if less).
     /// </summary>
-    private async Task<List<List<List<LockedRow>>>> LockItemsAsync(ClaimTransaction tx, List<List<Lane>> groups, int want, DateTime now,
-        CancellationToken ct)
+    private async Task<List<List<List<LockedRow>>>> LockItemsAsync(ClaimTransaction tx, List<List<Lane>> groups, int want, Walk walk,
+        DateTime now, CancellationToken ct)
     {
         var lanes = groups.SelectMany(g => g).ToList();
         var perLane = lanes.Select(_ => new List<LockedRow>()).ToList();
@@ -182,9 +182,14 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
         // locked and then left, when another claim's floor passed them. The next claim walks it whole.
         for (var k = 0; k < lanes.Count; k++)
         {
-            if (floorOf[k] > 0 && perLane[k].Count < limits[k])
+            if (perLane[k].Count < limits[k])
             {
-                floors.Drop(lanes[k].JobId, lanes[k].Task);
+                // Nothing claimable is left above where this read started: the closing need not look for more.
+                walk.Exhausted.Add((lanes[k].JobId, lanes[k].Task));
+                if (floorOf[k] > 0)
+                {
+                    floors.Drop(lanes[k].JobId, lanes[k].Task);
+                }
             }
         }
         var result = new List<List<List<LockedRow>>>(groups.Count);
@@ -263,6 +268,9 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
         public HashSet<(long JobId, string Task)> Visited { get; } = [];
 
         public List<Lane> Emptied { get; } = [];
+
+        /// <summary>Lanes whose locking read gave fewer rows than it asked for.</summary>
+        public HashSet<(long JobId, string Task)> Exhausted { get; } = [];
 
         public int Wanted => slots.Count - Taken.Count;
 

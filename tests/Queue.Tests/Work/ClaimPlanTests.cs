@@ -42,7 +42,7 @@ public sealed class ClaimPlanTests
         }
         args.Add("@Now", TenOClock.UtcDateTime);
 
-        foreach (var sql in new[] { ClaimSql.LockLanesItems(Enumerable.Repeat(false, lanes).ToList()), ClaimSql.LockLanesItems(Enumerable.Repeat(true, lanes).ToList()), ClaimSql.LockLanes(lanes), ClaimSql.LanesNextDue(lanes), ClaimSql.SetLaneHints(lanes), ClaimSql.DeleteLanes(lanes),
+        foreach (var sql in new[] { ClaimSql.LockLanesItems(Enumerable.Repeat(false, lanes).ToList()), ClaimSql.LockLanesItems(Enumerable.Repeat(true, lanes).ToList()), ClaimSql.LockLanes(lanes), ClaimSql.LanesNextDue(lanes), ClaimSql.LanesClaimableOrNextDue(lanes), ClaimSql.SetLaneHints(lanes), ClaimSql.DeleteLanes(lanes),
             ClaimSql.CompleteItems(lanes), ClaimSql.CountCompleted(lanes), ClaimSql.JobsAfterCount(lanes) })
         {
             var plan = (await conn.QueryAsync<PlanRow>("EXPLAIN " + sql, args)).ToList();
