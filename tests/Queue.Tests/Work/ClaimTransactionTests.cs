@@ -16,16 +16,10 @@ public sealed class ClaimTransactionTests(ApiFixture fx) : IClassFixture<ApiFixt
     public async Task A_claim_that_fails_after_locking_its_item_leaves_the_item_unlocked_and_ready_and_the_connection_usable()
     {
         var (_, key) = await fx.NewCustomerAsync();
-        var job = (await fx.Api.ClientWithKey(key).CreateJobAsync(new
-        {
-            name = "claim-fails-midway",
-            tasks = new[] { "text" },
-            documents = new[] { new { name = "d.txt", content = B64("d") } },
-        })).GetProperty("id").GetInt64();
+        var job = await fx.OneItemJobAsync(key, "claim-fails-midway");
         // No reset when a connection goes back to this pool: a transaction left open would keep its locks there, and
         // the next claim on that connection would run inside it.
-        var builder = new MySqlConnectionStringBuilder(fx.ConnectionString) { ConnectionReset = false, MaximumPoolSize = 1 };
-        await using var db = new MySqlDataSourceBuilder(builder.ConnectionString).Build();
+        await using var db = OneSession.Pool(fx.ConnectionString);
         var slot = new ClaimSlot("w", DateTime.UtcNow.AddMinutes(5), false);
 
         var failing = new ClaimEngine(db, new FailsAfterLocking(), TimeProvider.System, new ClaimCounters());

@@ -2,7 +2,6 @@ using Dapper;
 using MySqlConnector;
 using Queue.Core.Claims;
 using Queue.Tests.Infrastructure;
-using static Queue.Tests.Jobs.JobsTestKit;
 
 namespace Queue.Tests.Work;
 
@@ -18,12 +17,7 @@ public sealed class DeepLaneClaimTests(ApiFixture fx) : IClassFixture<ApiFixture
     public async Task A_claim_from_a_lane_of_twenty_thousand_items_reads_only_the_head_of_the_lane()
     {
         var (_, key) = await fx.NewCustomerAsync();
-        var job = (await fx.Api.ClientWithKey(key).CreateJobAsync(new
-        {
-            name = "deep-lane",
-            tasks = new[] { "text" },
-            documents = new[] { new { name = "d.txt", content = B64("d") } },
-        })).GetProperty("id").GetInt64();
+        var job = await fx.OneItemJobAsync(key, "deep-lane");
         await using (var conn = await fx.DataSource.OpenConnectionAsync())
         {
             // The lane's other items share the job's one document: the claim reads items, not documents, per item.
@@ -35,8 +29,7 @@ public sealed class DeepLaneClaimTests(ApiFixture fx) : IClassFixture<ApiFixture
                 """, new { job });
         }
         // One connection that keeps its session: the handler counters before and after are the claim's own reads.
-        var builder = new MySqlConnectionStringBuilder(fx.ConnectionString) { ConnectionReset = false, MaximumPoolSize = 1 };
-        await using var db = new MySqlDataSourceBuilder(builder.ConnectionString).Build();
+        await using var db = OneSession.Pool(fx.ConnectionString);
         var engine = new ClaimEngine(db, new SeedLaneSelector(), TimeProvider.System, new ClaimCounters());
         var slot = new ClaimSlot("w", DateTime.UtcNow.AddMinutes(5), false);
 
