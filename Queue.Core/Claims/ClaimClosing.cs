@@ -18,9 +18,9 @@ internal sealed class ClaimClosing(HeldLanes held)
 
     /// <summary>
     /// One round trip: the last writes, then the lanes locked with SKIP LOCKED, whether each lane still has a claimable
-    /// item (else the earliest due time of its active items), and the documents. A second round trip writes the hints. SKIP LOCKED: an upload's
-    /// LEAST(available_at, now) is never lost under our hint, and a claim never waits for a lane a rewrite or an upload
-    /// holds (those set the hint themselves). The due times are read after this claim's writes, so its own leases count.
+    /// item (else the earliest due time of its active items), and the documents. A second round trip writes the hints.
+    /// SKIP LOCKED: an upload's LEAST(available_at, now) is never lost under our hint, and a claim never waits for a lane
+    /// a rewrite or an upload holds (those set the hint themselves). The due times are read after this claim's writes, so its own leases count.
     /// Each kind is one statement for up to <see cref="LaneCommand.MaxLanes"/> lanes, and one for all the documents: a
     /// claim of eight one-item jobs used to send 32 statements here and 8 for the hints (docs/DESIGN.md "Claim and
     /// completion round trips"). The claim's last closing (<paramref name="last"/>) ends its last batch with the COMMIT.
