@@ -93,7 +93,7 @@ internal sealed class ClaimClosing(HeldLanes held)
         foreach (var chunk in lanes.Where(l => !exhausted.Contains(l)).Chunk(LaneCommand.MaxLanes))
         {
             var cmd = LaneCommand.Batch(ClaimSql.LanesClaimableOrNextDue(chunk.Length), chunk);
-            cmd.Parameters.AddNumbered("@m", chunk.Select(l => taken.Where(t => t.JobId == l.JobId && t.Task == l.Task).Select(t => t.Id).DefaultIfEmpty(0).Max()));
+            cmd.Parameters.AddNumbered("@m", chunk.Select(l => HighestTaken(taken, l)));
             cmd.Parameters.AddWithValue("@Now", now);
             batch.BatchCommands.Add(cmd);
             dueReads++;
@@ -162,6 +162,10 @@ internal sealed class ClaimClosing(HeldLanes held)
         }
         return (hints, docs);
     }
+
+    /// <summary>The highest item id the claim took from <paramref name="lane"/>, 0 if none: where the look for more starts.</summary>
+    private static long HighestTaken(List<TakenItem> taken, (long JobId, string Task) lane) =>
+        taken.Where(t => t.JobId == lane.JobId && t.Task == lane.Task).Select(t => t.Id).DefaultIfEmpty(0).Max();
 
     private async ValueTask<string> TenantNameAsync(MySqlConnection conn, long tenantId, CancellationToken ct)
     {
