@@ -17,16 +17,16 @@ internal sealed class ClaimClosing(HeldLanes held)
     private readonly ConcurrentDictionary<long, string> tenantNames = new();
 
     /// <summary>
-    /// One round trip: the last writes, then the lanes locked with SKIP LOCKED, whether each lane still has a claimable
-    /// item (else the earliest due time of its active items), and the documents. A second round trip writes the hints.
-    /// SKIP LOCKED: an upload's LEAST(available_at, now) is never lost under our hint, and a claim never waits for a lane
-    /// a rewrite or an upload holds (those set the hint themselves). The due times are read after this claim's writes, so its own leases count.
+    /// One round trip: the last writes, then the lanes locked with SKIP LOCKED, the earliest due time of each lane's
+    /// active items, and the documents. A second round trip writes the hints. SKIP LOCKED: an upload's
+    /// LEAST(available_at, now) is never lost under our hint, and a claim never waits for a lane a rewrite or an upload
+    /// holds (those set the hint themselves). The due times are read after this claim's writes, so its own leases count.
     /// Each kind is one statement for up to <see cref="LaneCommand.MaxLanes"/> lanes, and one for all the documents: a
     /// claim of eight one-item jobs used to send 32 statements here and 8 for the hints (docs/DESIGN.md "Claim and
     /// completion round trips"). The claim's last closing (<paramref name="last"/>) ends its last batch with the COMMIT.
     /// </summary>
-    public async Task CloseAsync(ClaimTransaction tx, ClaimWrites writes, List<Lane> emptied, IReadOnlySet<(long JobId, string Task)> exhausted,
-        List<TakenItem> taken, DateTime now, bool last, CancellationToken ct)
+    public async Task CloseAsync(ClaimTransaction tx, ClaimWrites writes, List<Lane> emptied, List<TakenItem> taken, DateTime now, bool last,
+        CancellationToken ct)
     {
         var lanes = emptied.Select(l => (l.JobId, l.Task)).Distinct().ToList();
         var documents = taken.Select(t => t.DocumentId).Distinct().ToList();
@@ -35,7 +35,7 @@ internal sealed class ClaimClosing(HeldLanes held)
             await ItemTaker.WriteAsync(tx, writes, last, ct);
             return;
         }
-        var (hints, docs) = await ReadLanesAndDocumentsAsync(tx, writes, lanes, exhausted, taken, documents, now, ct);
+        var (hints, docs) = await ReadLanesAndDocumentsAsync(tx, writes, lanes, documents, now, ct);
         var hinted = hints.Where(h => h.NextDue is not null).ToList();
         var removed = hints.Where(h => h.NextDue is null).ToList();
         if (hints.Count > 0)
@@ -69,34 +69,17 @@ internal sealed class ClaimClosing(HeldLanes held)
     }
 
     private async Task<(List<(long JobId, string Task, DateTime? NextDue)> Hints, Dictionary<long, DocRow> Docs)> ReadLanesAndDocumentsAsync(
-        ClaimTransaction tx, ClaimWrites writes, List<(long JobId, string Task)> lanes, IReadOnlySet<(long JobId, string Task)> exhausted,
-        List<TakenItem> taken, List<long> documents, DateTime now, CancellationToken ct)
+        ClaimTransaction tx, ClaimWrites writes, List<(long JobId, string Task)> lanes, List<long> documents, DateTime now, CancellationToken ct)
     {
         var hints = new List<(long JobId, string Task, DateTime? NextDue)>();
         var docs = new Dictionary<long, DocRow>();
         await using var batch = new MySqlBatch(tx.Connection);
         writes.MoveTo(batch);
-        var locks = lanes.Chunk(LaneCommand.MaxLanes).ToList();
-        foreach (var chunk in locks)
+        var chunks = lanes.Chunk(LaneCommand.MaxLanes).ToList();
+        foreach (var chunk in chunks)
         {
             batch.BatchCommands.Add(LaneCommand.Batch(ClaimSql.LockLanes(chunk.Length), chunk));
-        }
-        // A lane whose read came back short has nothing claimable left above it: its earliest due time is all there is
-        // to know. A lane that gave all it was asked for may hold more: look past the claim's items first, so that a deep
-        // lane is never read whole (docs/DESIGN.md "Lane hints at depth").
-        var dueReads = 0;
-        foreach (var chunk in lanes.Where(exhausted.Contains).Chunk(LaneCommand.MaxLanes))
-        {
             batch.BatchCommands.Add(LaneCommand.Batch(ClaimSql.LanesNextDue(chunk.Length), chunk));
-            dueReads++;
-        }
-        foreach (var chunk in lanes.Where(l => !exhausted.Contains(l)).Chunk(LaneCommand.MaxLanes))
-        {
-            var cmd = LaneCommand.Batch(ClaimSql.LanesClaimableOrNextDue(chunk.Length), chunk);
-            cmd.Parameters.AddNumbered("@m", chunk.Select(l => HighestTaken(taken, l)));
-            cmd.Parameters.AddWithValue("@Now", now);
-            batch.BatchCommands.Add(cmd);
-            dueReads++;
         }
         if (documents.Count > 0)
         {
@@ -112,24 +95,17 @@ internal sealed class ClaimClosing(HeldLanes held)
             // Task names are lower case by validation, so they come back exactly as the walk read them.
             var locked = new HashSet<(long, string)>();
             var due = new Dictionary<(long, string), DateTime>();
-            foreach (var _ in locks)
+            foreach (var _ in chunks)
             {
                 await results.NextAsync(ct);
                 while (await reader.ReadAsync(ct))
                 {
                     locked.Add((reader.GetInt64(0), reader.GetString(1)));
                 }
-            }
-            for (var r = 0; r < dueReads; r++)
-            {
                 await results.NextAsync(ct);
                 while (await reader.ReadAsync(ct))
                 {
-                    // NULL: the lane has no active item left.
-                    if (!reader.IsDBNull(2))
-                    {
-                        due[(reader.GetInt64(0), reader.GetString(1))] = reader.GetDateTime(2);
-                    }
+                    due[(reader.GetInt64(0), reader.GetString(1))] = reader.GetDateTime(2);
                 }
             }
             foreach (var (jobId, task) in lanes)
@@ -162,10 +138,6 @@ internal sealed class ClaimClosing(HeldLanes held)
         }
         return (hints, docs);
     }
-
-    /// <summary>The highest item id the claim took from <paramref name="lane"/>, 0 if none: where the look for more starts.</summary>
-    private static long HighestTaken(List<TakenItem> taken, (long JobId, string Task) lane) =>
-        taken.Where(t => t.JobId == lane.JobId && t.Task == lane.Task).Select(t => t.Id).DefaultIfEmpty(0).Max();
 
     private async ValueTask<string> TenantNameAsync(MySqlConnection conn, long tenantId, CancellationToken ct)
     {

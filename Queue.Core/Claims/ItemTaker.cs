@@ -51,7 +51,7 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
                 await WriteAsync(tx, walk.Writes, commit: false, ct);
             }
         }
-        await closing.CloseAsync(tx, walk.Writes, walk.Emptied, walk.Exhausted, walk.Taken, now, last, ct);
+        await closing.CloseAsync(tx, walk.Writes, walk.Emptied, walk.Taken, now, last, ct);
         return walk.Taken;
     }
 
@@ -68,11 +68,11 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
         var groups = JobGroups(fresh);
         // The head job alone first: when it fills every slot (a big job), no other lane is locked for nothing.
         var wanted = walk.Wanted;
-        var locked = await LockItemsAsync(tx, groups.GetRange(0, 1), wanted, walk, now, ct);
+        var locked = await LockItemsAsync(tx, groups.GetRange(0, 1), wanted, now, ct);
         var headRows = locked[0].Sum(r => r.Count);
         if (groups.Count > 1 && headRows < wanted)
         {
-            locked.AddRange(await LockItemsAsync(tx, groups.GetRange(1, groups.Count - 1), wanted - headRows, walk, now, ct));
+            locked.AddRange(await LockItemsAsync(tx, groups.GetRange(1, groups.Count - 1), wanted - headRows, now, ct));
         }
         for (var gi = 0; gi < locked.Count && !walk.Full; gi++)
         {
@@ -112,9 +112,11 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
                 count++;
             }
         }
-        // Everything claimable the lanes showed is taken now. The lanes may be empty (certainly when one gave fewer
-        // rows than asked; maybe when it gave exactly that many, the one item of a one-item job): their hint is checked
-        // in the closing batch, so the next claim does not probe a lane whose items we hold.
+        // Everything claimable the lanes showed is taken now, and each lane was asked for one row more than could be
+        // taken: so they showed no more than that only when nothing else claimable is left in them. Their hint is checked
+        // in the closing batch, so the next claim does not probe a lane whose items we hold. A lane that showed more
+        // keeps its hint, unread: asking it for its next due time read every active entry of the lane (docs/DESIGN.md
+        // "Lane hints at depth").
         if (rows.Count <= used)
         {
             walk.Emptied.AddRange(group);
@@ -147,11 +149,12 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
 
     /// <summary>
     /// Locks the claimable items of every lane of <paramref name="groups"/>, lowest id first, in one statement and one
-    /// round trip (<see cref="ClaimSql.LockLanesItems"/>); each lane is asked for at most <paramref name="want"/> (its
-    /// quota, if less).
+    /// round trip (<see cref="ClaimSql.LockLanesItems"/>); each lane is asked for <paramref name="want"/> (its quota, if
+    /// less) and one row more. No more than <paramref name="want"/> are taken; the extra row only tells whether the lane
+    /// has more, stays ready and is released at the commit (other claimers skip it until then).
     /// </summary>
-    private async Task<List<List<List<LockedRow>>>> LockItemsAsync(ClaimTransaction tx, List<List<Lane>> groups, int want, Walk walk,
-        DateTime now, CancellationToken ct)
+    private async Task<List<List<List<LockedRow>>>> LockItemsAsync(ClaimTransaction tx, List<List<Lane>> groups, int want, DateTime now,
+        CancellationToken ct)
     {
         var lanes = groups.SelectMany(g => g).ToList();
         var perLane = lanes.Select(_ => new List<LockedRow>()).ToList();
@@ -160,7 +163,7 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
         await using (var cmd = new MySqlCommand(ClaimSql.LockLanesItems(floorOf.Select(f => f > 0).ToList()), tx.Connection))
         {
             LaneCommand.AddLanes(cmd.Parameters, lanes.Select(l => (l.JobId, l.Task)).ToList());
-            cmd.Parameters.AddNumbered("@l", limits);
+            cmd.Parameters.AddNumbered("@l", limits.Select(l => l + 1));
             for (var k = 0; k < lanes.Count; k++)
             {
                 // Only the parts that start from a floor name their @f parameter.
@@ -182,14 +185,9 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
         // locked and then left, when another claim's floor passed them. The next claim walks it whole.
         for (var k = 0; k < lanes.Count; k++)
         {
-            if (perLane[k].Count < limits[k])
+            if (floorOf[k] > 0 && perLane[k].Count <= limits[k])
             {
-                // Nothing claimable is left above where this read started: the closing need not look for more.
-                walk.Exhausted.Add((lanes[k].JobId, lanes[k].Task));
-                if (floorOf[k] > 0)
-                {
-                    floors.Drop(lanes[k].JobId, lanes[k].Task);
-                }
+                floors.Drop(lanes[k].JobId, lanes[k].Task);
             }
         }
         var result = new List<List<List<LockedRow>>>(groups.Count);
@@ -268,9 +266,6 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
         public HashSet<(long JobId, string Task)> Visited { get; } = [];
 
         public List<Lane> Emptied { get; } = [];
-
-        /// <summary>Lanes whose locking read gave fewer rows than it asked for.</summary>
-        public HashSet<(long JobId, string Task)> Exhausted { get; } = [];
 
         public int Wanted => slots.Count - Taken.Count;
 

@@ -148,35 +148,16 @@ public static class ClaimSql
         """;
 
     /// <summary>
-    /// The earliest due time of each lane's active items; a lane without one has no row (ix_items_claim). For lanes whose
-    /// locking read came back short: what is left in them is leased, backing off, held or below a floor, so this reads
-    /// only that (the index is in id order, not due order, so MIN reads every active entry of the lane).
+    /// The earliest due time of each lane's active items; a lane without one has no row (ix_items_claim). Asked only of
+    /// lanes whose locking read came back short (<see cref="LockLanesItems"/> asks each lane for one row more than it
+    /// takes): what is left in them is leased, backing off, held or below a floor. The index is in id order, not due
+    /// order, so MIN reads every active entry of the lane; asked of a lane with work left, that read a deep lane whole
+    /// on every claim (docs/DESIGN.md "Lane hints at depth").
     /// </summary>
     public static string LanesNextDue(int count) => $"""
         SELECT job_id, task, MIN(due_at) FROM items FORCE INDEX (ix_items_claim)
         WHERE job_id IN ({LaneJobs(count)}) AND (job_id, task, active) IN ({SqlRows.Join("(@j#, @k#, 1)", count, ", ")})
         GROUP BY job_id, task
-        """;
-
-    /// <summary>
-    /// For lanes that gave the claim all it asked for, so may hold more: per lane, one row with the due time of a
-    /// claimable item above <c>@m</c>k (the highest id the claim took from the lane) when there is one, else the earliest
-    /// due time of its active items, NULL when it has none (ix_items_claim). Lane k in <c>@j</c>k, <c>@k</c>k.
-    /// </summary>
-    /// <remarks>
-    /// Only a lane with nothing claimable gets a hint, and only then is its earliest due time needed. The first part is
-    /// one index dive that stops at the first ready item past the claim's own, so a lane with work left costs the same
-    /// at 10 items or 10 million; <see cref="LanesNextDue"/> asked of such a lane read it whole on every claim
-    /// (docs/DESIGN.md "Lane hints at depth"). COALESCE evaluates its arguments in order and stops at the first that
-    /// is not NULL, so the second part runs only when the lane has nothing claimable left above the claim's items.
-    /// </remarks>
-    public static string LanesClaimableOrNextDue(int count) => SqlRows.Join(LaneClaimableOrNextDue, count, "\nUNION ALL\n");
-
-    private const string LaneClaimableOrNextDue = """
-        SELECT @j# AS job_id, @k# AS task, COALESCE(
-            (SELECT due_at FROM items FORCE INDEX (ix_items_claim)
-             WHERE job_id = @j# AND task = @k# AND active = 1 AND id > @m# AND due_at <= @Now ORDER BY id LIMIT 1),
-            (SELECT MIN(due_at) FROM items FORCE INDEX (ix_items_claim) WHERE job_id = @j# AND task = @k# AND active = 1)) AS next_due
         """;
 
     /// <summary>Each lane's hint (<c>@a</c>k): nothing in it can be claimed before then.</summary>

@@ -36,13 +36,12 @@ public sealed class ClaimPlanTests
             args.Add($"@a{k}", TenOClock.UtcDateTime);
             args.Add($"@l{k}", 1);
             args.Add($"@f{k}", 0L);
-            args.Add($"@m{k}", 0L);
             args.Add($"@i{k}", items[k]);
             args.Add($"@n{k}", 1);
         }
         args.Add("@Now", TenOClock.UtcDateTime);
 
-        foreach (var sql in new[] { ClaimSql.LockLanesItems(Enumerable.Repeat(false, lanes).ToList()), ClaimSql.LockLanesItems(Enumerable.Repeat(true, lanes).ToList()), ClaimSql.LockLanes(lanes), ClaimSql.LanesNextDue(lanes), ClaimSql.LanesClaimableOrNextDue(lanes), ClaimSql.SetLaneHints(lanes), ClaimSql.DeleteLanes(lanes),
+        foreach (var sql in new[] { ClaimSql.LockLanesItems(Enumerable.Repeat(false, lanes).ToList()), ClaimSql.LockLanesItems(Enumerable.Repeat(true, lanes).ToList()), ClaimSql.LockLanes(lanes), ClaimSql.LanesNextDue(lanes), ClaimSql.SetLaneHints(lanes), ClaimSql.DeleteLanes(lanes),
             ClaimSql.CompleteItems(lanes), ClaimSql.CountCompleted(lanes), ClaimSql.JobsAfterCount(lanes) })
         {
             var plan = (await conn.QueryAsync<PlanRow>("EXPLAIN " + sql, args)).ToList();
