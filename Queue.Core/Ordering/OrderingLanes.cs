@@ -21,7 +21,7 @@ public sealed class OrderingLanes(OrderingCalendar calendar, TimeProvider clock)
     public async Task PlaceAsync(MySqlConnection conn, MySqlTransaction tx, long jobId, IEnumerable<string> tasks, CancellationToken ct)
     {
         var now = clock.GetUtcNow().UtcDateTime;
-        var facts = await conn.QuerySingleAsync<PlacementFacts>(new CommandDefinition(OrderingSql.PlacementFacts, new { JobId = jobId, Now = now }, tx, cancellationToken: ct));
+        var facts = await conn.QuerySingleAsync<PlacementFacts>(new CommandDefinition(FactsSql(now), new { JobId = jobId, Now = now }, tx, cancellationToken: ct));
         await using var batch = new MySqlBatch(conn, tx);
         AddPlacement(batch, jobId, tasks, facts, now);
         if (batch.BatchCommands.Count > 0)
@@ -31,8 +31,12 @@ public sealed class OrderingLanes(OrderingCalendar calendar, TimeProvider clock)
     }
 
     /// <summary>The statement that reads a job's <see cref="PlacementFacts"/>, for callers that place many jobs in one batch.</summary>
-    public static MySqlBatchCommand FactsCommand(long jobId, DateTime now) =>
-        BatchCommand.Of(OrderingSql.PlacementFacts, ("@JobId", jobId), ("@Now", now));
+    public MySqlBatchCommand FactsCommand(long jobId, DateTime now) =>
+        BatchCommand.Of(FactsSql(now), ("@JobId", jobId), ("@Now", now));
+
+    /// <summary>The facts <see cref="Provisional"/> uses in the period of <paramref name="now"/>, and only those.</summary>
+    private string FactsSql(DateTime now) =>
+        calendar.At(now).Mode == OrderingMode.Smallest ? OrderingSql.PlacementFactsSmallestFirst : OrderingSql.PlacementFacts;
 
     /// <summary>
     /// Adds the lane writes of one job, placed from <paramref name="facts"/> read in the same transaction, to a batch;
@@ -57,7 +61,7 @@ public sealed class OrderingLanes(OrderingCalendar calendar, TimeProvider clock)
     /// <summary>The value a job gets between rewrites: its override, else its current oldest rank, else a provisional one.</summary>
     public async Task<(long Value, string Mode)> ProvisionalAsync(MySqlConnection conn, MySqlTransaction tx, long jobId, DateTime now, CancellationToken ct)
     {
-        var facts = await conn.QuerySingleAsync<PlacementFacts>(new CommandDefinition(OrderingSql.PlacementFacts, new { JobId = jobId, Now = now }, tx, cancellationToken: ct));
+        var facts = await conn.QuerySingleAsync<PlacementFacts>(new CommandDefinition(FactsSql(now), new { JobId = jobId, Now = now }, tx, cancellationToken: ct));
         return Provisional(facts, calendar.At(now).Mode);
     }
 
