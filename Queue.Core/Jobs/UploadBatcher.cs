@@ -69,7 +69,7 @@ public sealed partial class UploadBatcher
             if (accepted.Count > 0)
             {
                 var jobs = accepted.Select(i => uploads[i]).DistinctBy(u => u.JobId).ToList();
-                var facts = await InsertAsync(conn, tx, lanes, uploads, accepted, jobs, results, now, c);
+                var facts = await InsertAsync(conn, tx, uploads, accepted, jobs, results, now, c);
                 await using var placement = new MySqlBatch(conn, tx);
                 for (var j = 0; j < jobs.Count; j++)
                 {
@@ -85,7 +85,7 @@ public sealed partial class UploadBatcher
         }, ct);
 
     /// <summary>Every accepted upload's documents, bytes, items and counters in one batch, then each job's placement facts.</summary>
-    private static async Task<PlacementFacts[]> InsertAsync(MySqlConnection conn, MySqlTransaction tx, OrderingLanes lanes, IReadOnlyList<SmallUpload> uploads,
+    private async Task<PlacementFacts[]> InsertAsync(MySqlConnection conn, MySqlTransaction tx, IReadOnlyList<SmallUpload> uploads,
         List<int> accepted, List<SmallUpload> jobs, (Outcome, UploadResult?)[] results, DateTime now, CancellationToken ct)
     {
         await using var batch = new MySqlBatch(conn, tx);

@@ -31,8 +31,7 @@ public static class OrderingSql
         SELECT j.tenant_id AS TenantId, j.blocked AS Blocked, (SELECT band FROM ordering_band WHERE id = 1 LOCK IN SHARE MODE) AS Band,
                j.items_total - j.items_done - j.items_dead - j.items_cancelled AS Active,
                (SELECT priority FROM overrides WHERE job_id = @JobId AND active = 1 AND expires_at > @Now ORDER BY id DESC LIMIT 1) AS OverridePriority,
-
-        """;
+        """ + "\n";
 
     /// <summary>
     /// The one placement fact a brand-new job needs from the database: the next oldest-first value (the top of
