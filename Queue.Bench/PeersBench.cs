@@ -58,7 +58,7 @@ public static class PeersBench
         var (_, customerKey) = await SubmitBenchKit.CustomerAsync(db, "peers", [PeerTask]);
         var workerKey = (await new ApiKeyService(db, TimeProvider.System, Options.Create(new AuthOptions())).IssueAsync(KeyRole.Worker, null, "peers", default)).Secret;
         var api = await env.StartServiceAsync("Queue.Api");
-        var mariadbPid = int.Parse(File.ReadAllText(Path.Combine(env.Server.Directory, "mariadbd.pid")).Trim(), CultureInfo.InvariantCulture);
+        var mariadbPid = env.ServerPid;
         using var http = SubmitBenchKit.Client(api.Url, customerKey, Math.Max(Producers, 2 * workers.Max()) + 4);
         using var client = viaClient ? new PeersClientCalls(new Uri(api.Url), customerKey, workerKey) : null;
         var load = new PeersWorkload(client ?? (IPeersCalls)new PeersHttpCalls(http, customerKey, workerKey));

@@ -1,3 +1,4 @@
+using System.Globalization;
 using Microsoft.Extensions.Logging.Abstractions;
 using Queue.Core.Data;
 using Queue.Local;
@@ -35,6 +36,9 @@ public sealed class BenchEnvironment : IAsyncDisposable
     public PrivateMariaDb Server { get; }
 
     public string ConnectionString { get; }
+
+    /// <summary>The private server's process, for its RSS and CPU time.</summary>
+    public int ServerPid => int.Parse(File.ReadAllText(Path.Combine(Server.Directory, "mariadbd.pid")).Trim(), CultureInfo.InvariantCulture);
 
     public static async Task<BenchEnvironment> StartAsync(string bufferPool = "6G")
     {

@@ -30,9 +30,16 @@ public sealed class OrderingLanes(OrderingCalendar calendar, TimeProvider clock)
         }
     }
 
-    /// <summary>The statement that reads a job's <see cref="PlacementFacts"/>, for callers that place many jobs in one batch.</summary>
-    public MySqlBatchCommand FactsCommand(long jobId, DateTime now) =>
-        BatchCommand.Of(FactsSql(now), ("@JobId", jobId), ("@Now", now));
+    /// <summary>
+    /// The statement that reads a job's <see cref="PlacementFacts"/>, for callers that place many jobs in one batch.
+    /// <paramref name="placed"/>: the caller holds the job's oldest-first lanes (<see cref="OrderingSql.JobsPlacedOldestFirst"/>),
+    /// so in an oldest-first period the next oldest-first value, which placement would not use, is left out.
+    /// </summary>
+    public MySqlBatchCommand FactsCommand(long jobId, DateTime now, bool placed = false) =>
+        BatchCommand.Of(placed && OldestFirst(now) ? OrderingSql.PlacementFactsPlaced : FactsSql(now), ("@JobId", jobId), ("@Now", now));
+
+    /// <summary>Whether placement in the period of <paramref name="now"/> reads the next oldest-first value for jobs without an oldest-first lane.</summary>
+    public bool OldestFirst(DateTime now) => calendar.At(now).Mode == OrderingMode.Oldest;
 
     /// <summary>The facts <see cref="Provisional"/> uses in the period of <paramref name="now"/>, and only those.</summary>
     private string FactsSql(DateTime now) =>

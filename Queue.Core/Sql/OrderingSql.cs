@@ -27,6 +27,25 @@ public static class OrderingSql
                NULLIF(j.id, j.id) AS CurrentOldest, j.id - j.id AS NextOldest FROM jobs j WHERE j.id = @JobId
         """;
 
+    /// <summary>
+    /// <see cref="PlacementFacts"/> in an oldest-first period for a job whose lanes already carry an oldest-first value,
+    /// which placement keeps (<see cref="JobsPlacedOldestFirst"/>): it leaves out the next oldest-first value, the costly
+    /// part (six subqueries to parse and optimize, docs/DESIGN.md "Placement during a rewrite").
+    /// </summary>
+    public const string PlacementFactsPlaced = PlacementFactsHead + """
+               (SELECT value FROM ordering WHERE job_id = @JobId AND mode = 'oldest' LIMIT 1) AS CurrentOldest,
+               j.id - j.id AS NextOldest FROM jobs j WHERE j.id = @JobId
+        """;
+
+    /// <summary>
+    /// The oldest-first lanes of the jobs @Ids, locked (PRIMARY range per job), so that their placement can read
+    /// <see cref="PlacementFactsPlaced"/>: a claim or the lane janitor that would remove one meanwhile skips it (both use
+    /// SKIP LOCKED), and an override or a rewrite waits. The upload writes these lanes in the same transaction anyway;
+    /// taking them before the band (read share-locked with the facts) also means that an upload to a job a rewrite is
+    /// moving waits for the rewrite here, holding no band lock, instead of deadlocking with it later.
+    /// </summary>
+    public const string JobsPlacedOldestFirst = "SELECT job_id FROM ordering WHERE job_id IN @Ids AND mode = 'oldest' FOR UPDATE";
+
     private const string PlacementFactsHead = """
         SELECT j.tenant_id AS TenantId, j.blocked AS Blocked, (SELECT band FROM ordering_band WHERE id = 1 LOCK IN SHARE MODE) AS Band,
                j.items_total - j.items_done - j.items_dead - j.items_cancelled AS Active,

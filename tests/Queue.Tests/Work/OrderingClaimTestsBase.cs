@@ -1,6 +1,8 @@
 using Queue.Core.Data;
 using Queue.Core.Ordering;
 using Microsoft.Extensions.DependencyInjection;
+using Queue.Tests.Infrastructure;
+using Queue.Tests.Jobs;
 
 namespace Queue.Tests.Work;
 
@@ -82,10 +84,7 @@ public abstract class OrderingClaimTestsBase<TFixture>(TFixture fx) where TFixtu
     public async Task Oldest_first_serves_the_older_job_even_when_it_is_bigger()
     {
         // Into the next odd hour: oldest-first. Jobs created now get provisional values in that mode.
-        var now = fx.Clock.GetUtcNow();
-        var nextOdd = new DateTimeOffset(now.Year, now.Month, now.Day, now.Hour, 0, 0, TimeSpan.Zero).AddHours(now.Hour % 2 == 0 ? 1 : 2).AddMinutes(1);
-        fx.Clock.SetUtcNow(nextOdd);
-        Assert.Equal(OrderingMode.Oldest, fx.Service<OrderingCalendar>().Current.Mode);
+        MoveToNextOddHour();
         var (tenant, _) = await fx.NewCustomerAsync();
         var older = await fx.NewJobAsync(tenant.Id, 6, ["order-oldest"]);
         var newer = await fx.NewJobAsync(tenant.Id, 1, ["order-oldest"]);
@@ -96,6 +95,49 @@ public abstract class OrderingClaimTestsBase<TFixture>(TFixture fx) where TFixtu
             jobs.Add((await WorkFixture.ClaimOneAsync(http, new { tasks = new[] { "order-oldest" } })).GetProperty("jobId").GetInt64());
         }
         Assert.Equal([older, older, older, older, older, older, newer], jobs);
+    }
+
+    [Fact]
+    public async Task In_an_oldest_first_period_an_upload_keeps_its_jobs_place_and_a_job_that_ran_dry_comes_back_behind_the_others()
+    {
+        MoveToNextOddHour();
+        var (_, key) = await fx.NewCustomerAsync();
+        using var customer = fx.Api.CreateClient();
+        customer.DefaultRequestHeaders.Authorization = new System.Net.Http.Headers.AuthenticationHeaderValue("Bearer", key);
+        var dry = await customer.OpenJobAsync(["order-upload"]);
+        var placed = await customer.OpenJobAsync(["order-upload"]);
+        await UploadAsync(customer, dry, "d0");
+        await UploadAsync(customer, placed, "p0");
+        using var http = fx.Worker();
+        var first = await WorkFixture.ClaimOneAsync(http, new { tasks = new[] { "order-upload" } });
+        Assert.Equal(dry, first.GetProperty("jobId").GetInt64());
+        Assert.Equal(System.Net.HttpStatusCode.NoContent, (await WorkFixture.FinishAsync(http, first, "complete")).StatusCode);
+        Assert.True(await Eventually.HoldsAsync(async () => await fx.CountAsync("SELECT COUNT(*) FROM ordering WHERE job_id = @Id", new { Id = dry }) == 0,
+            TimeSpan.FromSeconds(10)), "the lanes of the job that ran dry were never removed");
+
+        // The older job, without lanes now, is placed as the newest; the other keeps the oldest-first value it holds
+        // (its placement reads the short facts, without the next oldest-first value).
+        await UploadAsync(customer, dry, "d1");
+        await UploadAsync(customer, placed, "p1");
+        var order = new List<long>();
+        for (var i = 0; i < 3; i++)
+        {
+            order.Add((await WorkFixture.ClaimOneAsync(http, new { tasks = new[] { "order-upload" } })).GetProperty("jobId").GetInt64());
+        }
+        Assert.Equal([placed, placed, dry], order);
+    }
+
+    private static async Task UploadAsync(HttpClient customer, long job, string text)
+    {
+        using var r = await customer.UploadRawAsync(job, System.Text.Encoding.UTF8.GetBytes(text), text + ".txt");
+        Assert.Equal(System.Net.HttpStatusCode.Created, r.StatusCode);
+    }
+
+    private void MoveToNextOddHour()
+    {
+        var now = fx.Clock.GetUtcNow();
+        fx.Clock.SetUtcNow(new DateTimeOffset(now.Year, now.Month, now.Day, now.Hour, 0, 0, TimeSpan.Zero).AddHours(now.Hour % 2 == 0 ? 1 : 2).AddMinutes(1));
+        Assert.Equal(OrderingMode.Oldest, fx.Service<OrderingCalendar>().Current.Mode);
     }
 
     [Fact]
