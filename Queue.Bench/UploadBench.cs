@@ -11,6 +11,7 @@ namespace Queue.Bench;
 /// Single uploads: one 1 KiB document per POST /jobs/{id}/documents (raw body) over 64 concurrent keep-alive connections
 /// (wrk), spread over 64 open jobs. Targets: at least 2,000 uploads/s with p99 under 50 ms. Then a memory phase: 64
 /// documents of 16 MiB (1 GiB) streamed through 8 connections, reporting the Api's peak RSS.
+/// Options: <c>[seconds]</c> (30), <c>--digests</c> (the costliest statements of the 1 KiB phase; see <see cref="StatementDigests"/>).
 /// </summary>
 public static class UploadBench
 {
@@ -22,7 +23,8 @@ public static class UploadBench
 
     public static async Task<int> RunAsync(string[] args)
     {
-        var duration = TimeSpan.FromSeconds(args.Length > 0 ? int.Parse(args[0], CultureInfo.InvariantCulture) : 30);
+        var duration = TimeSpan.FromSeconds(args.Length > 0 && !args[0].StartsWith("--", StringComparison.Ordinal) ? int.Parse(args[0], CultureInfo.InvariantCulture) : 30);
+        var digests = args.Contains("--digests");
         await using var env = await BenchEnvironment.StartAsync();
         await using var db = SubmitBenchKit.DataSource(env);
         var (_, key) = await SubmitBenchKit.CustomerAsync(db, "upload", ["text"]);
@@ -41,10 +43,15 @@ public static class UploadBench
         CpuShare cpu;
         await using (var rss = new RssSampler(api.RssBytes))
         {
+            var digested = digests && await StatementDigests.ResetAsync(db);
             var before = CpuShare.Read(api.Pid, env.ServerPid);
             result = await Wrk.RunAsync(api.Url, script, Connections, 2, duration);
             cpu = CpuShare.Read(api.Pid, env.ServerPid).Since(before, result.Requests);
             peak = rss.Peak;
+            if (digested)
+            {
+                await StatementDigests.PrintAsync(db, "the 1 KiB uploads", 20);
+            }
         }
         Console.WriteLine();
         Report.Row("POST /jobs/{id}/documents (1 KiB)", result.RequestsPerSecond, result.P50Ms, result.P99Ms, peak, "uploads/s");

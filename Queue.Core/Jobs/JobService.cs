@@ -10,7 +10,7 @@ using Queue.Core.Sql;
 namespace Queue.Core.Jobs;
 
 public sealed class JobService(MySqlDataSource db, TimeProvider clock, TenantCache tenants, IOptions<JobOptions> options, WorkSignal work,
-    SubmissionBatcher submissions, UploadBatcher uploads, LargeUploads large)
+    SubmissionBatcher submissions, UploadBatcher uploads, LargeUploads large, OpenJobCache openJobs)
 {
     /// <summary>Documents up to this size are read into a pooled buffer and stored in one round trip with their items.</summary>
     public const int ProbeBytes = 256 * 1024;
@@ -37,21 +37,29 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, TenantCac
     public async Task<(Outcome Outcome, UploadResult? Result)> UploadAsync(
         long tenantId, long jobId, IAsyncEnumerable<IncomingDocument> documents, long maxDocumentBytes, CancellationToken ct)
     {
-        UploadJob? job;
-        await using (var lookup = await db.OpenConnectionAsync(ct))
+        if (!openJobs.TryGet(jobId, out var owner, out var tasks))
         {
-            job = await lookup.QuerySingleOrDefaultAsync<UploadJob>(new CommandDefinition(JobSql.JobForUpload,
-                new { JobId = jobId, TenantId = tenantId }, cancellationToken: ct));
+            UploadJob? job;
+            await using (var lookup = await db.OpenConnectionAsync(ct))
+            {
+                job = await lookup.QuerySingleOrDefaultAsync<UploadJob>(new CommandDefinition(JobSql.JobForUpload,
+                    new { JobId = jobId, TenantId = tenantId }, cancellationToken: ct));
+            }
+            if (job is null)
+            {
+                return (Outcome.NotFound, null);
+            }
+            if (job.State != JobStates.Open)
+            {
+                return (Outcome.Conflict, null);
+            }
+            (owner, tasks) = (tenantId, job.Tasks.Split(',', StringSplitOptions.RemoveEmptyEntries));
+            openJobs.Remember(jobId, tenantId, tasks);
         }
-        if (job is null)
+        else if (owner != tenantId)
         {
             return (Outcome.NotFound, null);
         }
-        if (job.State != JobStates.Open)
-        {
-            return (Outcome.Conflict, null);
-        }
-        var tasks = job.Tasks.Split(',', StringSplitOptions.RemoveEmptyEntries);
         var buffered = new List<BufferedDocument>();
         long bufferedBytes = 0;
         await using var e = documents.GetAsyncEnumerator(ct);
@@ -98,6 +106,7 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, TenantCac
             new { JobId = jobId, TenantId = tenantId, Now = clock.GetUtcNow().UtcDateTime }, cancellationToken: ct)), ct);
         if (changed > 0)
         {
+            openJobs.Forget(jobId);
             return Outcome.Ok;
         }
         var job = await conn.QuerySingleOrDefaultAsync<UploadJob>(new CommandDefinition(JobSql.JobForUpload,
@@ -124,6 +133,7 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, TenantCac
             await JobCancellation.CancelReadyItemsAsync(conn, tx, jobId, now, ct);
             await OrderingLanes.RemoveJobAsync(conn, tx, jobId, ct);
             await tx.CommitAsync(ct);
+            openJobs.Forget(jobId);
             return Outcome.Ok;
         }, ct);
     }

@@ -10,6 +10,7 @@ public static class JobServices
     {
         services.AddCheckedOptions<JobOptions, JobOptionsRules>();
         services.AddSingleton<TenantCache>();
+        services.AddSingleton<OpenJobCache>();
         services.AddSingleton<ThroughputMeter>();
         services.AddSingleton<JobStatusService>();
         services.AddSingleton<JobQueries>();

@@ -2,7 +2,9 @@ using System.Net;
 using System.Net.Http.Headers;
 using System.Security.Cryptography;
 using System.Text;
+using Dapper;
 using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Time.Testing;
 using Queue.Core.Jobs;
 using Queue.Tests.Infrastructure;
 using static Queue.Tests.Jobs.JobsTestKit;
@@ -71,6 +73,52 @@ public sealed class GroupedUploadTests(ApiFixture fx) : IClassFixture<ApiFixture
         Assert.Equal(0, await fx.CountAsync("SELECT COUNT(*) FROM items WHERE job_id = @Id", new { Id = closed }));
         Assert.Equal(23, await fx.CountAsync("SELECT COUNT(*) FROM items WHERE job_id = @Id", new { Id = open }));
         Assert.Equal(23, await fx.CountAsync("SELECT items_total FROM jobs WHERE id = @Id", new { Id = open }));
+    }
+
+    [Fact]
+    public async Task A_job_closed_behind_the_processes_back_still_refuses_uploads_and_another_tenant_still_gets_404()
+    {
+        var (_, key) = await fx.NewCustomerAsync();
+        var (_, otherKey) = await fx.NewCustomerAsync();
+        var http = fx.Api.ClientWithKey(key);
+        var job = await http.OpenJobAsync(["text"]);
+        using (var first = await http.UploadRawAsync(job, "first"u8.ToArray()))
+        {
+            Assert.Equal(HttpStatusCode.Created, first.StatusCode); // the process now remembers the job as open
+        }
+
+        using (var foreign = await fx.Api.ClientWithKey(otherKey).UploadRawAsync(job, "not yours"u8.ToArray()))
+        {
+            Assert.Equal(HttpStatusCode.NotFound, foreign.StatusCode);
+        }
+        // Closed by another process (the Admin, another Api node): this one's memory of the job is stale.
+        await using (var conn = await fx.DataSource.OpenConnectionAsync())
+        {
+            await conn.ExecuteAsync("UPDATE jobs SET state = 1, closed_at = NOW(6) WHERE id = @Id", new { Id = job });
+        }
+        using (var late = await http.UploadRawAsync(job, "too late"u8.ToArray()))
+        {
+            Assert.Equal(HttpStatusCode.Conflict, late.StatusCode);
+        }
+        Assert.Equal(1, await fx.CountAsync("SELECT COUNT(*) FROM documents WHERE job_id = @Id", new { Id = job }));
+        Assert.Equal(1, await fx.CountAsync("SELECT items_total FROM jobs WHERE id = @Id", new { Id = job }));
+    }
+
+    [Fact]
+    public void A_job_found_open_is_remembered_for_its_tenant_until_its_lifetime_ends_or_it_is_forgotten()
+    {
+        var clock = new FakeTimeProvider(DateTimeOffset.UnixEpoch);
+        var cache = new OpenJobCache(clock);
+        Assert.False(cache.TryGet(7, out _, out _));
+        cache.Remember(7, 42, ["text"]);
+        Assert.True(cache.TryGet(7, out var tenant, out var tasks));
+        Assert.Equal(42, tenant);
+        Assert.Equal(["text"], tasks);
+        clock.Advance(OpenJobCache.Lifetime);
+        Assert.False(cache.TryGet(7, out _, out _));
+        cache.Remember(7, 42, ["text"]);
+        cache.Forget(7);
+        Assert.False(cache.TryGet(7, out _, out _));
     }
 
     [Fact]
