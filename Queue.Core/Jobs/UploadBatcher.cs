@@ -70,10 +70,7 @@ public sealed partial class UploadBatcher
                 var jobs = accepted.Select(i => uploads[i]).DistinctBy(u => u.JobId).ToList();
                 var facts = await InsertAsync(conn, tx, uploads, accepted, jobs, placed, results, now, c);
                 await using var placement = new MySqlBatch(conn, tx);
-                for (var j = 0; j < jobs.Count; j++)
-                {
-                    lanes.AddPlacement(placement, jobs[j].JobId, jobs[j].Tasks, facts[j], now);
-                }
+                lanes.AddPlacements(placement, [.. jobs.Select((job, j) => new JobPlacement(job.JobId, job.Tasks, facts[j]))], now);
                 if (placement.BatchCommands.Count > 0)
                 {
                     await placement.ExecuteNonQueryAsync(c);

@@ -49,21 +49,57 @@ public sealed class OrderingLanes(OrderingCalendar calendar, TimeProvider clock)
     /// Adds the lane writes of one job, placed from <paramref name="facts"/> read in the same transaction, to a batch;
     /// returns the value and mode the lanes get.
     /// </summary>
-    public (long Value, string Mode) AddPlacement(MySqlBatch batch, long jobId, IEnumerable<string> tasks, PlacementFacts facts, DateTime now)
+    public (long Value, string Mode) AddPlacement(MySqlBatch batch, long jobId, IEnumerable<string> tasks, PlacementFacts facts, DateTime now) =>
+        AddPlacements(batch, [new JobPlacement(jobId, tasks, facts)], now)[0];
+
+    /// <summary>
+    /// Adds the lane writes of many jobs (a group of new jobs or uploads) to a batch: every lane in one statement per
+    /// <see cref="LanesPerStatement"/>, in (job, task) order; returns each job's value and mode, in order.
+    /// </summary>
+    public (long Value, string Mode)[] AddPlacements(MySqlBatch batch, IReadOnlyList<JobPlacement> jobs, DateTime now)
     {
-        var (value, mode) = Provisional(facts, calendar.At(now).Mode);
-        foreach (var task in tasks)
+        var mode = calendar.At(now).Mode;
+        var placed = new (long Value, string Mode)[jobs.Count];
+        var rows = new List<(long JobId, string Task, long TenantId, long Value, string Mode, sbyte Blocked)>();
+        var counts = new List<MySqlBatchCommand>();
+        for (var i = 0; i < jobs.Count; i++)
         {
-            batch.BatchCommands.Add(BatchCommand.Of(OrderingSql.UpsertLane,
-                ("@JobId", jobId), ("@Task", task), ("@TenantId", facts.TenantId), ("@Value", value), ("@Mode", mode), ("@Blocked", facts.Blocked), ("@Now", now)));
+            var (jobId, tasks, facts) = jobs[i];
+            placed[i] = Provisional(facts, mode);
+            foreach (var task in tasks)
+            {
+                rows.Add((jobId, task, facts.TenantId, placed[i].Value, placed[i].Mode, facts.Blocked));
+            }
+            if (placed[i].Mode == "smallest")
+            {
+                // Every upload keeps the smallest-first count of the whole job current, on all its lanes (an expired
+                // override's lanes too, which the upsert leaves alone).
+                counts.Add(BatchCommand.Of(OrderingSql.SetJobValue, ("@JobId", jobId), ("@Value", placed[i].Value), ("@Mode", placed[i].Mode), ("@Now", now)));
+            }
         }
-        if (mode == "smallest")
+        // One lock order for every writer of many lanes.
+        rows.Sort(static (a, b) => a.JobId != b.JobId ? a.JobId.CompareTo(b.JobId) : string.CompareOrdinal(a.Task, b.Task));
+        foreach (var chunk in rows.Chunk(LanesPerStatement))
         {
-            // Every upload keeps the smallest-first count of the whole job current, on all its lanes.
-            batch.BatchCommands.Add(BatchCommand.Of(OrderingSql.SetJobValue, ("@JobId", jobId), ("@Value", value), ("@Mode", mode), ("@Now", now)));
+            var cmd = new MySqlBatchCommand(OrderingSql.UpsertLanes(chunk.Length));
+            cmd.Parameters.AddNumbered("@j", chunk.Select(r => r.JobId));
+            cmd.Parameters.AddNumbered("@k", chunk.Select(r => r.Task));
+            cmd.Parameters.AddNumbered("@e", chunk.Select(r => r.TenantId));
+            cmd.Parameters.AddNumbered("@v", chunk.Select(r => r.Value));
+            cmd.Parameters.AddNumbered("@m", chunk.Select(r => r.Mode));
+            cmd.Parameters.AddNumbered("@b", chunk.Select(r => r.Blocked));
+            cmd.Parameters.AddWithValue("@Now", now);
+            batch.BatchCommands.Add(cmd);
         }
-        return (value, mode);
+        foreach (var c in counts)
+        {
+            batch.BatchCommands.Add(c);
+        }
+        return placed;
     }
+
+    /// <summary>Rows per lane upsert: plain VALUES rows cost the same each however many there are, so this only bounds the statement's size.</summary>
+    public const int LanesPerStatement = 256;
 
     /// <summary>The value a job gets between rewrites: its override, else its current oldest rank, else a provisional one.</summary>
     public async Task<(long Value, string Mode)> ProvisionalAsync(MySqlConnection conn, MySqlTransaction tx, long jobId, DateTime now, CancellationToken ct)
@@ -129,6 +165,9 @@ public sealed class OrderingLanes(OrderingCalendar calendar, TimeProvider clock)
     }
 
 }
+
+/// <summary>One job of a group to place: its tasks' lanes get the value its facts give (<see cref="OrderingLanes.AddPlacements"/>).</summary>
+public sealed record JobPlacement(long JobId, IEnumerable<string> Tasks, PlacementFacts Facts);
 
 /// <summary>What provisional placement reads about a job (<see cref="OrderingSql.PlacementFacts"/>).</summary>
 /// <param name="Band">The current band (<see cref="OrderingBand"/>); <paramref name="CurrentOldest"/> and <paramref name="NextOldest"/> are stored values.</param>

@@ -117,17 +117,20 @@ public static class OrderingSql
     public const string CurrentValue = "SELECT value AS Value, mode AS Mode FROM ordering WHERE job_id = @JobId LIMIT 1";
 
     /// <summary>
-    /// Adds or refreshes one lane. New items are claimable now, so the skip hint drops to @Now. An override value is kept.
+    /// Adds or refreshes lanes, row k's parameters numbered k (<c>@j0, @k0, ...</c>): job, task, tenant, value, mode,
+    /// blocked. New items are claimable now, so the skip hint drops to @Now. An override value is kept. One statement for
+    /// every lane of a group of new jobs or uploads (PRIMARY, one row each): a statement per lane cost the server about
+    /// 60-180 us each (docs/DESIGN.md "Grouped uploads").
     /// </summary>
-    public const string UpsertLane = """
-        INSERT INTO ordering (job_id, task, tenant_id, value, mode, blocked, available_at, updated_at)
-        VALUES (@JobId, @Task, @TenantId, @Value, @Mode, @Blocked, @Now, @Now)
+    public static string UpsertLanes(int count) => SqlRows.Values(
+        "INSERT INTO ordering (job_id, task, tenant_id, value, mode, blocked, available_at, updated_at) VALUES",
+        "(@j#, @k#, @e#, @v#, @m#, @b#, @Now, @Now)", count, """
         ON DUPLICATE KEY UPDATE
           value = IF(mode = 'override', value, VALUES(value)),
           mode = IF(mode = 'override', mode, VALUES(mode)),
           available_at = LEAST(available_at, VALUES(available_at)),
           updated_at = VALUES(updated_at)
-        """;
+        """);
 
     public const string SetJobValue = """
         UPDATE ordering SET value = @Value, mode = @Mode, updated_at = @Now WHERE job_id = @JobId
