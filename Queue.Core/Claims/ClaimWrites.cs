@@ -12,7 +12,7 @@ namespace Queue.Core.Claims;
 internal sealed class ClaimWrites(DateTime now)
 {
     /// <summary>Rows per multi-row statement, for the statements whose rows each pick their values from a CASE.</summary>
-    public const int RowsPerStatement = 64;
+    public const int RowsPerStatement = SqlRows.CaseRowsPerStatement;
 
     private readonly List<(long Id, byte[] Token, DateTime Until, string? Worker, bool Expired)> leases = [];
     private readonly List<MySqlBatchCommand> reservations = [];

@@ -117,8 +117,18 @@ public sealed partial class UploadBatcher
                     ? BatchCommand.Of(JobSql.InsertOneDocumentItem, ("@JobId", u.JobId), ("@Task", u.Tasks[0]), ("@Now", now))
                     : BatchCommand.Of(JobSql.InsertOneDocumentItems, ("@JobId", u.JobId), ("@Tasks", u.TasksJson), ("@Now", now)));
             }
-            batch.BatchCommands.Add(BatchCommand.Of(JobSql.AddToJob, ("@JobId", u.JobId), ("@Documents", u.Documents.Count),
-                ("@Items", (long)u.Documents.Count * u.Tasks.Count), ("@Close", false), ("@Now", now)));
+        }
+        var counts = accepted.GroupBy(i => uploads[i].JobId)
+            .Select(g => (JobId: g.Key, Documents: g.Sum(i => (long)uploads[i].Documents.Count), Items: g.Sum(i => (long)uploads[i].Documents.Count * uploads[i].Tasks.Count)))
+            .ToList();
+        foreach (var chunk in counts.Chunk(SqlRows.CaseRowsPerStatement))
+        {
+            var cmd = new MySqlBatchCommand(JobSql.AddToJobs(chunk.Length));
+            cmd.Parameters.AddNumbered("@j", chunk.Select(c => c.JobId));
+            cmd.Parameters.AddNumbered("@d", chunk.Select(c => c.Documents));
+            cmd.Parameters.AddNumbered("@n", chunk.Select(c => c.Items));
+            cmd.Parameters.AddWithValue("@Now", now);
+            batch.BatchCommands.Add(cmd);
         }
         // After every upload's counters, so the smallest-first value counts all of them.
         foreach (var job in jobs)

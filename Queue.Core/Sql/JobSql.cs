@@ -146,6 +146,19 @@ public static class JobSql
         WHERE id = @JobId AND state = 0
         """;
 
+    /// <summary>
+    /// A group of uploads' counters, one statement for every job of the group (<c>@j</c>k its id, <c>@d</c>k its new
+    /// documents, <c>@n</c>k its new items; PRIMARY): an <see cref="AddToJob"/> per upload cost the server a statement
+    /// each. The group holds the jobs' row locks and found them open (<see cref="LockOpenJobsForUpload"/>).
+    /// </summary>
+    public static string AddToJobs(int count) => $"""
+        UPDATE jobs
+        SET documents = documents + CASE id {SqlRows.Join("WHEN @j# THEN @d#", count, " ")} ELSE 0 END,
+            items_total = items_total + CASE id {SqlRows.Join("WHEN @j# THEN @n#", count, " ")} ELSE 0 END,
+            updated_at = @Now
+        WHERE id IN ({SqlRows.Join("@j#", count, ", ")}) AND state = 0
+        """;
+
     /// <summary>Closing a job with nothing left to do makes it done at once.</summary>
     public const string CloseJob = """
         UPDATE jobs SET

@@ -10,6 +10,12 @@ namespace Queue.Core.Sql;
 internal static class SqlRows
 {
     /// <summary>
+    /// Rows per multi-row statement whose rows each pick their values from a CASE: each row's arms are searched in
+    /// order, so one statement for a thousand rows would make a million comparisons.
+    /// </summary>
+    public const int CaseRowsPerStatement = 64;
+
+    /// <summary>
     /// <paramref name="head"/>, then <paramref name="count"/> copies of <paramref name="row"/> separated by commas, each
     /// with <c>#</c> replaced by its index (<c>#+1</c> by its index plus one), then <paramref name="tail"/>.
     /// </summary>
