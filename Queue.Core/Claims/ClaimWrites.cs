@@ -34,13 +34,8 @@ internal sealed class ClaimWrites(DateTime now)
         foreach (var chunk in leases.Chunk(RowsPerStatement))
         {
             var expired = Enumerable.Range(0, chunk.Length).Where(k => chunk[k].Expired).ToList();
-            var cmd = new MySqlBatchCommand(ClaimSql.LeaseItems(chunk.Length, expired));
-            cmd.Parameters.AddNumbered("@i", chunk.Select(l => l.Id));
-            cmd.Parameters.AddNumbered("@t", chunk.Select(l => l.Token));
-            cmd.Parameters.AddNumbered("@u", chunk.Select(l => l.Until));
-            cmd.Parameters.AddNumbered("@w", chunk.Select(l => l.Worker));
-            cmd.Parameters.AddWithValue("@Now", now);
-            batch.BatchCommands.Add(cmd);
+            batch.BatchCommands.Add(BatchCommand.Rows(ClaimSql.LeaseItems(chunk.Length, expired), chunk, now,
+                ("@i", l => l.Id), ("@t", l => l.Token), ("@u", l => l.Until), ("@w", l => l.Worker)));
         }
         leases.Clear();
         foreach (var r in reservations)

@@ -16,6 +16,21 @@ internal static class BatchCommand
     }
 
     /// <summary>
+    /// A multi-row statement (<see cref="Sql.SqlRows"/>) over <paramref name="rows"/>: each column's value of row k as its
+    /// prefix and k (<see cref="AddNumbered"/>), and the time every row shares as <c>@Now</c>.
+    /// </summary>
+    public static MySqlBatchCommand Rows<T>(string sql, IReadOnlyList<T> rows, DateTime now, params (string Prefix, Func<T, object?> Value)[] columns)
+    {
+        var c = new MySqlBatchCommand(sql);
+        foreach (var (prefix, value) in columns)
+        {
+            c.Parameters.AddNumbered(prefix, rows.Select(value));
+        }
+        c.Parameters.AddWithValue("@Now", now);
+        return c;
+    }
+
+    /// <summary>
     /// Row k's value of a multi-row statement (<see cref="Sql.SqlRows"/>) as <paramref name="prefix"/>k: <c>@d0</c>,
     /// <c>@d1</c>, ... for <c>@d</c>.
     /// </summary>

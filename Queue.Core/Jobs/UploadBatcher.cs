@@ -123,12 +123,8 @@ public sealed partial class UploadBatcher
             .ToList();
         foreach (var chunk in counts.Chunk(SqlRows.CaseRowsPerStatement))
         {
-            var cmd = new MySqlBatchCommand(JobSql.AddToJobs(chunk.Length));
-            cmd.Parameters.AddNumbered("@j", chunk.Select(c => c.JobId));
-            cmd.Parameters.AddNumbered("@d", chunk.Select(c => c.Documents));
-            cmd.Parameters.AddNumbered("@n", chunk.Select(c => c.Items));
-            cmd.Parameters.AddWithValue("@Now", now);
-            batch.BatchCommands.Add(cmd);
+            batch.BatchCommands.Add(BatchCommand.Rows(JobSql.AddToJobs(chunk.Length), chunk, now,
+                ("@j", c => c.JobId), ("@d", c => c.Documents), ("@n", c => c.Items)));
         }
         // After every upload's counters, so the smallest-first value counts all of them.
         foreach (var job in jobs)

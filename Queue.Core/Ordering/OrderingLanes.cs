@@ -81,15 +81,8 @@ public sealed class OrderingLanes(OrderingCalendar calendar, TimeProvider clock)
         rows.Sort(static (a, b) => a.JobId != b.JobId ? a.JobId.CompareTo(b.JobId) : string.CompareOrdinal(a.Task, b.Task));
         foreach (var chunk in rows.Chunk(LanesPerStatement))
         {
-            var cmd = new MySqlBatchCommand(OrderingSql.UpsertLanes(chunk.Length));
-            cmd.Parameters.AddNumbered("@j", chunk.Select(r => r.JobId));
-            cmd.Parameters.AddNumbered("@k", chunk.Select(r => r.Task));
-            cmd.Parameters.AddNumbered("@e", chunk.Select(r => r.TenantId));
-            cmd.Parameters.AddNumbered("@v", chunk.Select(r => r.Value));
-            cmd.Parameters.AddNumbered("@m", chunk.Select(r => r.Mode));
-            cmd.Parameters.AddNumbered("@b", chunk.Select(r => r.Blocked));
-            cmd.Parameters.AddWithValue("@Now", now);
-            batch.BatchCommands.Add(cmd);
+            batch.BatchCommands.Add(BatchCommand.Rows(OrderingSql.UpsertLanes(chunk.Length), chunk, now,
+                ("@j", r => r.JobId), ("@k", r => r.Task), ("@e", r => r.TenantId), ("@v", r => r.Value), ("@m", r => r.Mode), ("@b", r => r.Blocked)));
         }
         foreach (var c in counts)
         {
