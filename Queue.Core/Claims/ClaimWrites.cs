@@ -11,9 +11,6 @@ namespace Queue.Core.Claims;
 /// </summary>
 internal sealed class ClaimWrites(DateTime now)
 {
-    /// <summary>Rows per multi-row statement, for the statements whose rows each pick their values from a CASE.</summary>
-    public const int RowsPerStatement = SqlRows.CaseRowsPerStatement;
-
     private readonly List<(long Id, byte[] Token, DateTime Until, string? Worker, bool Expired)> leases = [];
     private readonly List<MySqlBatchCommand> reservations = [];
 
@@ -29,9 +26,7 @@ internal sealed class ClaimWrites(DateTime now)
     /// <summary>Adds every pending write to <paramref name="batch"/> and forgets them.</summary>
     public void MoveTo(MySqlBatch batch)
     {
-        // A statement per RowsPerStatement leases: each row's CASE arms are searched in order, so one statement for
-        // a thousand leases would make a million comparisons.
-        foreach (var chunk in leases.Chunk(RowsPerStatement))
+        foreach (var chunk in leases.Chunk(SqlRows.CaseRowsPerStatement))
         {
             var expired = Enumerable.Range(0, chunk.Length).Where(k => chunk[k].Expired).ToList();
             batch.BatchCommands.Add(BatchCommand.Rows(ClaimSql.LeaseItems(chunk.Length, expired), chunk, now,

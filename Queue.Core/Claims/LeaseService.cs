@@ -113,14 +113,14 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
         var byTenant = new Dictionary<long, int>();
         var dry = new List<long>();
         await using var batch = new MySqlBatch(conn, tx);
-        foreach (var ids in done.Chunk(ClaimWrites.RowsPerStatement))
+        foreach (var ids in done.Chunk(SqlRows.CaseRowsPerStatement))
         {
             var items = new MySqlBatchCommand(ClaimSql.CompleteItems(ids.Length));
             items.Parameters.AddNumbered("@i", ids);
             items.Parameters.AddWithValue("@Now", now);
             batch.BatchCommands.Add(items);
         }
-        foreach (var jobs in perJob.Chunk(ClaimWrites.RowsPerStatement))
+        foreach (var jobs in perJob.Chunk(SqlRows.CaseRowsPerStatement))
         {
             var counts = new MySqlBatchCommand(ClaimSql.CountCompleted(jobs.Length));
             var after = new MySqlBatchCommand(ClaimSql.JobsAfterCount(jobs.Length));

@@ -53,7 +53,7 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, TenantCac
             {
                 return (Outcome.Conflict, null);
             }
-            (owner, tasks) = (tenantId, job.Tasks.Split(',', StringSplitOptions.RemoveEmptyEntries));
+            tasks = job.Tasks.Split(',', StringSplitOptions.RemoveEmptyEntries);
             openJobs.Remember(jobId, tenantId, tasks);
         }
         else if (owner != tenantId)

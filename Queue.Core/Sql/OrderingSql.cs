@@ -13,9 +13,7 @@ public static class OrderingSql
     /// (blocked, mode, value) once per blocked value, so it never scans the ordering. Values read here are stored
     /// values (band included); the band is read, share-locked, for the values the caller computes (<see cref="Band"/>).
     /// </summary>
-    public const string PlacementFacts = PlacementFactsHead + """
-               (SELECT value FROM ordering WHERE job_id = @JobId AND mode = 'oldest' LIMIT 1) AS CurrentOldest,
-        """ + " " + NextOldestValue + " AS NextOldest FROM jobs j WHERE j.id = @JobId";
+    public const string PlacementFacts = PlacementFactsHead + CurrentOldestColumn + NextOldestValue + " AS NextOldest FROM jobs j WHERE j.id = @JobId";
 
     /// <summary>
     /// <see cref="PlacementFacts"/> for a smallest-first period, which places by the job's count and uses neither
@@ -32,10 +30,7 @@ public static class OrderingSql
     /// which placement keeps (<see cref="JobsPlacedOldestFirst"/>): it leaves out the next oldest-first value, the costly
     /// part (six subqueries to parse and optimize, docs/DESIGN.md "Placement during a rewrite").
     /// </summary>
-    public const string PlacementFactsPlaced = PlacementFactsHead + """
-               (SELECT value FROM ordering WHERE job_id = @JobId AND mode = 'oldest' LIMIT 1) AS CurrentOldest,
-               j.id - j.id AS NextOldest FROM jobs j WHERE j.id = @JobId
-        """;
+    public const string PlacementFactsPlaced = PlacementFactsHead + CurrentOldestColumn + "j.id - j.id AS NextOldest FROM jobs j WHERE j.id = @JobId";
 
     /// <summary>
     /// The oldest-first lanes of the jobs @Ids, locked (PRIMARY range per job), so that their placement can read
@@ -51,6 +46,9 @@ public static class OrderingSql
                j.items_total - j.items_done - j.items_dead - j.items_cancelled AS Active,
                (SELECT priority FROM overrides WHERE job_id = @JobId AND active = 1 AND expires_at > @Now ORDER BY id DESC LIMIT 1) AS OverridePriority,
         """ + "\n";
+
+    /// <summary>The job's oldest-first value as its lanes carry it, when they carry one (PRIMARY range of the job).</summary>
+    private const string CurrentOldestColumn = "       (SELECT value FROM ordering WHERE job_id = @JobId AND mode = 'oldest' LIMIT 1) AS CurrentOldest,\n       ";
 
     /// <summary>
     /// The one placement fact a brand-new job needs from the database: the next oldest-first value (the top of
