@@ -21,7 +21,8 @@ namespace Queue.Bench;
 /// rewrite finds it); (2) claim latency with the real Core claim transaction (one item per
 /// READ COMMITTED transaction, as ClaimBench's raw figure) at 16 claimers, without a rewrite and while rewrites run
 /// back to back. Options: <c>--jobs N</c> (default 100000), <c>--seconds N</c> per claim phase (default 15),
-/// <c>--claimers N</c> (default 16).
+/// <c>--claimers N</c> (default 16), <c>--digests</c> (the costliest statements of each claim phase; see
+/// <see cref="StatementDigests"/>).
 /// </summary>
 public static class RewriteBench
 {
@@ -32,6 +33,7 @@ public static class RewriteBench
         var jobs = Arg(args, "--jobs", 100_000);
         var seconds = Arg(args, "--seconds", 15);
         var claimers = Arg(args, "--claimers", 16);
+        var digests = args.Contains("--digests");
         var report = new Report();
         await using var env = await BenchEnvironment.StartAsync();
         await using var db = new MySqlDataSourceBuilder(QueueDatabase.Normalize(env.ConnectionString)).Build();
@@ -81,9 +83,19 @@ public static class RewriteBench
         // Figure 2: claims without and during rewrites.
         var engine = new ClaimEngine(db, new SeedLaneSelector(), TimeProvider.System, new ClaimCounters());
         await ClaimAsync(engine, db, claimers, TimeSpan.FromSeconds(2), null); // warm-up
-        var quiet = await ClaimAsync(engine, db, claimers, TimeSpan.FromSeconds(seconds), null);
+        async Task<(double Rate, HistogramBase Latency, HistogramBase Rewrites)> Phase(string name, Func<Task<RewriteResult>>? rewrite)
+        {
+            var digested = digests && await StatementDigests.ResetAsync(db);
+            var result = await ClaimAsync(engine, db, claimers, TimeSpan.FromSeconds(seconds), rewrite);
+            if (digested)
+            {
+                await StatementDigests.PrintAsync(db, name);
+            }
+            return result;
+        }
+        var quiet = await Phase("claims", null);
         Report.Row($"(2) claims, {claimers} claimers, no rewrite", quiet.Rate, quiet.Latency, 0, "claims/s");
-        var during = await ClaimAsync(engine, db, claimers, TimeSpan.FromSeconds(seconds), RewriteNextAsync);
+        var during = await Phase("claims during rewrites", RewriteNextAsync);
         Report.Row($"(2) claims, {claimers} claimers, rewrites running", during.Rate, during.Latency, 0, "claims/s");
         Report.Row($"    the {during.Rewrites.TotalCount} rewrites under claim load", ranked / (during.Rewrites.GetMean() / 1e6), during.Rewrites, 0, "jobs/s");
 
