@@ -84,16 +84,18 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
             var results = new CreatedJob[jobs.Count];
             await using (var placement = new MySqlBatch(conn, tx))
             {
-                var placing = Enumerable.Range(0, jobs.Count).Where(i => facts[i] is not null).ToList();
-                var placed = lanes.AddPlacements(placement, [.. placing.Select(i => new JobPlacement(ids[i], jobs[i].Tasks, facts[i]!))], now);
+                // Jobs without facts (no documents) get no lanes; the others' values come back in the same order.
+                var placed = lanes.AddPlacements(placement,
+                    [.. Enumerable.Range(0, jobs.Count).Where(i => facts[i] is not null).Select(i => new JobPlacement(ids[i], jobs[i].Tasks, facts[i]!))], now);
+                var p = 0;
                 for (var i = 0; i < jobs.Count; i++)
                 {
                     results[i] = new CreatedJob(ids[i], now, created[i], null, null, false);
-                }
-                for (var p = 0; p < placing.Count; p++)
-                {
-                    var i = placing[p];
-                    results[i] = results[i] with { Value = placed[p].Value, Mode = placed[p].Mode, Blocked = facts[i]!.Blocked != 0 };
+                    if (facts[i] is { } f)
+                    {
+                        var (value, mode) = placed[p++];
+                        results[i] = results[i] with { Value = value, Mode = mode, Blocked = f.Blocked != 0 };
+                    }
                 }
                 if (placement.BatchCommands.Count > 0)
                 {

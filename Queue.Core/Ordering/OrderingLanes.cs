@@ -23,7 +23,7 @@ public sealed class OrderingLanes(OrderingCalendar calendar, TimeProvider clock)
         var now = clock.GetUtcNow().UtcDateTime;
         var facts = await conn.QuerySingleAsync<PlacementFacts>(new CommandDefinition(FactsSql(now), new { JobId = jobId, Now = now }, tx, cancellationToken: ct));
         await using var batch = new MySqlBatch(conn, tx);
-        AddPlacement(batch, jobId, tasks, facts, now);
+        AddPlacements(batch, [new JobPlacement(jobId, tasks, facts)], now);
         if (batch.BatchCommands.Count > 0)
         {
             await batch.ExecuteNonQueryAsync(ct);
@@ -46,15 +46,9 @@ public sealed class OrderingLanes(OrderingCalendar calendar, TimeProvider clock)
         calendar.At(now).Mode == OrderingMode.Smallest ? OrderingSql.PlacementFactsSmallestFirst : OrderingSql.PlacementFacts;
 
     /// <summary>
-    /// Adds the lane writes of one job, placed from <paramref name="facts"/> read in the same transaction, to a batch;
-    /// returns the value and mode the lanes get.
-    /// </summary>
-    public (long Value, string Mode) AddPlacement(MySqlBatch batch, long jobId, IEnumerable<string> tasks, PlacementFacts facts, DateTime now) =>
-        AddPlacements(batch, [new JobPlacement(jobId, tasks, facts)], now)[0];
-
-    /// <summary>
-    /// Adds the lane writes of many jobs (a group of new jobs or uploads) to a batch: every lane in one statement per
-    /// <see cref="LanesPerStatement"/>, in (job, task) order; returns each job's value and mode, in order.
+    /// Adds the lane writes of jobs (one, or a group of new jobs or uploads), placed from facts read in the same
+    /// transaction, to a batch: every lane in one statement per <see cref="LanesPerStatement"/>, in (job, task) order;
+    /// returns each job's value and mode, in order.
     /// </summary>
     public (long Value, string Mode)[] AddPlacements(MySqlBatch batch, IReadOnlyList<JobPlacement> jobs, DateTime now)
     {
