@@ -12,7 +12,10 @@ pids=()
 db_pidfiles=()
 # Stops the services, then the private databases this script started (their pid files are in db_pidfiles).
 stop_all() {
-  trap - INT TERM EXIT
+  # A second Ctrl-C (or a TERM that reaches this script twice, as through `timeout`) must not end the script half-way
+  # through stopping: the private database, which outlives the script by design, would be left running.
+  trap '' INT TERM
+  trap - EXIT
   echo; echo "Stopping services..."
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   # A service gets 20 s to finish what it is doing; one that is still there after that (a Scheduler whose database
