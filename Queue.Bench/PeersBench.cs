@@ -46,7 +46,10 @@ public static class PeersBench
         if (!noPeer)
         {
             Console.WriteLine();
+            // The peer's commits wait on the same disk: its stalls during the peer's run, to read the ratios against.
+            await using var flushes = new DiskProbe(Path.GetTempPath());
             peer = await GraphileRunner.RunAsync(jobs, workers, drainMaxS, enqMaxS, BenchArgs.Option(args, "--peers-dir"));
+            Console.WriteLine($"disk flush ({DiskProbe.What}) while graphile-worker ran: {await flushes.StopAsync()}");
         }
         return Verdicts(queue, peer);
     }
@@ -64,6 +67,7 @@ public static class PeersBench
         var load = new PeersWorkload(client ?? (IPeersCalls)new PeersHttpCalls(http, customerKey, workerKey));
         var rss = new List<(string Phase, long Api, long Db)>();
         var cpu = new List<(string Phase, CpuShare Share)>();
+        var disk = new List<(string Phase, string Flushes)>();
         var run = Guid.NewGuid().ToString("N")[..8];
         string? Idem(string phase) => idempotency ? $"{run}-{phase}" : null;
 
@@ -72,10 +76,12 @@ public static class PeersBench
             var digested = digests > 0 && await StatementDigests.ResetAsync(db);
             await using var apiRss = new RssSampler(api.RssBytes);
             await using var dbRss = new RssSampler(() => RssOf(mariadbPid));
+            await using var flushes = new DiskProbe(env.Server.Directory);
             var before = CpuShare.Read(api.Pid, mariadbPid);
             var result = await body();
             cpu.Add((phase, CpuShare.Read(api.Pid, mariadbPid).Since(before, items(result))));
             rss.Add((phase, apiRss.Peak, dbRss.Peak));
+            disk.Add((phase, await flushes.StopAsync()));
             if (digested)
             {
                 await StatementDigests.PrintAsync(db, phase, digests);
@@ -133,6 +139,12 @@ public static class PeersBench
         foreach (var (phase, share) in cpu)
         {
             Console.WriteLine(string.Create(CultureInfo.InvariantCulture, $"CPU per item {phase,-16} {share}"));
+        }
+        // The raw limit of every commit-bound latency above (enqueue-p99-deep): the disk's flushes in the same seconds.
+        Console.WriteLine($"disk flush: {DiskProbe.What}, beside each phase");
+        foreach (var (phase, flushes) in disk)
+        {
+            Console.WriteLine($"disk flush {phase,-16} {flushes}");
         }
         if (load.Retried503 > 0)
         {

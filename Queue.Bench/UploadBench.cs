@@ -38,16 +38,26 @@ public static class UploadBench
         Console.WriteLine($"upload: POST /jobs/{{id}}/documents, 1 KiB raw body, {Connections} keep-alive connections (wrk), {Jobs} open jobs, {duration.TotalSeconds:F0} s");
         var script = Script(jobs, key);
         await Wrk.RunAsync(api.Url, script, Connections, 2, TimeSpan.FromSeconds(5)); // warm-up
+        // The same probe with nothing running: whether the disk's stalls come with the load or with the machine.
+        string idleDisk;
+        await using (var idle = new DiskProbe(env.Server.Directory))
+        {
+            await Task.Delay(TimeSpan.FromSeconds(10));
+            idleDisk = await idle.StopAsync();
+        }
         WrkResult result;
         long peak;
         CpuShare cpu;
+        string disk;
         await using (var rss = new RssSampler(api.RssBytes))
+        await using (var flushes = new DiskProbe(env.Server.Directory))
         {
             var digested = digests && await StatementDigests.ResetAsync(db);
             var before = CpuShare.Read(api.Pid, env.ServerPid);
             result = await Wrk.RunAsync(api.Url, script, Connections, 2, duration);
             cpu = CpuShare.Read(api.Pid, env.ServerPid).Since(before, result.Requests);
             peak = rss.Peak;
+            disk = await flushes.StopAsync();
             if (digested)
             {
                 await StatementDigests.PrintAsync(db, "the 1 KiB uploads", 20);
@@ -58,6 +68,9 @@ public static class UploadBench
         // Per upload, the figure to judge a change by on this noisy box (docs/DESIGN.md "Peer speed"); wrk's own CPU is
         // not in it (the "load" column is this process, idle while wrk runs).
         Console.WriteLine($"CPU per upload  {cpu}");
+        // The raw limit of upload-p99: every upload waits for a commit, and every commit for a flush of the redo log.
+        Console.WriteLine($"disk flush ({DiskProbe.What}) during the phase: {disk}");
+        Console.WriteLine($"  and on the idle machine, 10 s before it: {idleDisk}");
         if (result.Non2xx > 0 || result.SocketErrors > 0)
         {
             Console.WriteLine($"  non-2xx answers: {result.Non2xx}, socket errors: {result.SocketErrors}");

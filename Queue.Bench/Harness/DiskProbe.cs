@@ -1,0 +1,84 @@
+using System.Diagnostics;
+using System.Globalization;
+using HdrHistogram;
+
+namespace Queue.Bench.Harness;
+
+/// <summary>
+/// The disk's own flush latency while a phase runs: a 512-byte write and an fsync every 20 ms, in the database's
+/// directory (the file system of its redo log). Every durable commit waits for such a flush, so no commit-bound p99 can
+/// be better than the disk's flushes during the same seconds: this is that raw limit, printed beside the figures it
+/// bounds (docs/DESIGN.md "Commit latency is the disk's").
+/// </summary>
+/// <remarks>
+/// One flush every 20 ms adds about 50 small flushes per second to the thousands of commits a phase makes. The loop runs
+/// on a thread of its own, outside the pool the load uses, since fsync blocks.
+/// </remarks>
+public sealed class DiskProbe : IAsyncDisposable
+{
+    /// <summary>What each figure of <see cref="StopAsync"/> measures, for the line that prints it.</summary>
+    public const string What = "512 B written and fsynced every 20 ms";
+
+    private const int IntervalMilliseconds = 20;
+    private const long StallMicroseconds = 20_000;
+
+    private readonly LongConcurrentHistogram latency = Report.NewHistogram();
+    private readonly CancellationTokenSource stop = new();
+    private readonly string path;
+    private readonly Thread thread;
+    private readonly long started;
+    private long stalledMicroseconds;
+    private double elapsed;
+
+    public DiskProbe(string directory)
+    {
+        path = Path.Combine(directory, $"disk-probe-{Environment.ProcessId}-{Guid.NewGuid():N}.dat");
+        thread = new Thread(Run) { IsBackground = true, Name = "disk probe" };
+        started = Stopwatch.GetTimestamp();
+        thread.Start();
+    }
+
+    private void Run()
+    {
+        using var file = new FileStream(path, FileMode.Create, FileAccess.Write, FileShare.None, bufferSize: 0);
+        var block = new byte[512];
+        while (!stop.IsCancellationRequested)
+        {
+            file.Position = 0;
+            file.Write(block);
+            var start = Stopwatch.GetTimestamp();
+            file.Flush(flushToDisk: true);
+            var us = Math.Max(1, (long)Stopwatch.GetElapsedTime(start).TotalMicroseconds);
+            latency.RecordValue(us);
+            if (us > StallMicroseconds)
+            {
+                stalledMicroseconds += us;
+            }
+            stop.Token.WaitHandle.WaitOne(IntervalMilliseconds);
+        }
+    }
+
+    /// <summary>
+    /// Stops the probe and returns one line: the flushes' percentiles, and the share of the phase the probe spent in
+    /// flushes over 20 ms (a lower bound of the time the disk held every commit).
+    /// </summary>
+    public async Task<string> StopAsync()
+    {
+        if (!stop.IsCancellationRequested)
+        {
+            elapsed = Stopwatch.GetElapsedTime(started).TotalSeconds;
+            await stop.CancelAsync();
+            await Task.Run(thread.Join);
+        }
+        var stalled = stalledMicroseconds / 1e6;
+        return string.Create(CultureInfo.InvariantCulture,
+            $"p50 {Report.P(latency, 50):F2} ms  p99 {Report.P(latency, 99):F2} ms  p99.9 {Report.P(latency, 99.9):F1} ms  max {latency.GetMaxValue() / 1000.0:F0} ms; over 20 ms for {stalled:F2} s of {elapsed:F0} s ({100 * stalled / Math.Max(elapsed, 1e-9):F1} %)");
+    }
+
+    public async ValueTask DisposeAsync()
+    {
+        await StopAsync();
+        stop.Dispose();
+        File.Delete(path);
+    }
+}
