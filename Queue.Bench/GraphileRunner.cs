@@ -1,6 +1,7 @@
 using System.Diagnostics;
 using System.Globalization;
 using System.Text.Json;
+using Queue.Bench.Harness;
 
 namespace Queue.Bench;
 
@@ -15,7 +16,8 @@ internal static class GraphileRunner
 {
     private const string Script = "run-graphile-worker.sh";
 
-    public static async Task<List<PeerResult>> RunAsync(long jobs, IReadOnlyList<int> workers, int drainMaxS, int enqMaxS, string? peersDir)
+    /// <param name="disk">Cut at each phase's result, so each of the peer's phases is printed with the disk's flushes since the one before.</param>
+    public static async Task<List<PeerResult>> RunAsync(long jobs, IReadOnlyList<int> workers, int drainMaxS, int enqMaxS, string? peersDir, DiskProbe disk)
     {
         var dir = peersDir ?? FindPeersDir() ?? throw new InvalidOperationException(
             $"{Script} not found in any ../shared/peers above the current or the program's folder: pass --peers-dir DIR or --no-peer");
@@ -43,6 +45,7 @@ internal static class GraphileRunner
                 {
                     results.Add(r);
                 }
+                Console.WriteLine($"  disk flush ({DiskProbe.What}) up to graphile-worker's {r.Phase}{(r.Workers is { } w ? $"-{w}" : "")} result, since the one before: {disk.Cut()}");
             }
         };
         p.ErrorDataReceived += (_, e) =>

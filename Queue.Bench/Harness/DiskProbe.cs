@@ -22,19 +22,18 @@ public sealed class DiskProbe : IAsyncDisposable
     private const int IntervalMilliseconds = 20;
     private const long StallMicroseconds = 20_000;
 
-    private readonly LongConcurrentHistogram latency = Report.NewHistogram();
     private readonly CancellationTokenSource stop = new();
+    private readonly Lock gate = new();
     private readonly string path;
     private readonly Thread thread;
-    private readonly long started;
-    private long stalledMicroseconds;
-    private double elapsed;
+    private readonly Span whole = new();
+    private Span segment = new();
+    private string? final;
 
     public DiskProbe(string directory)
     {
         path = Path.Combine(directory, $"disk-probe-{Environment.ProcessId}-{Guid.NewGuid():N}.dat");
         thread = new Thread(Run) { IsBackground = true, Name = "disk probe" };
-        started = Stopwatch.GetTimestamp();
         thread.Start();
     }
 
@@ -49,30 +48,45 @@ public sealed class DiskProbe : IAsyncDisposable
             var start = Stopwatch.GetTimestamp();
             file.Flush(flushToDisk: true);
             var us = Math.Max(1, (long)Stopwatch.GetElapsedTime(start).TotalMicroseconds);
-            latency.RecordValue(us);
-            if (us > StallMicroseconds)
+            lock (gate)
             {
-                stalledMicroseconds += us;
+                whole.Record(us);
+                segment.Record(us);
             }
             stop.Token.WaitHandle.WaitOne(IntervalMilliseconds);
         }
     }
 
     /// <summary>
-    /// Stops the probe and returns one line: the flushes' percentiles, and the share of the phase the probe spent in
-    /// flushes over 20 ms (a lower bound of the time the disk held every commit).
+    /// The flushes since the probe started or since the last cut, and a new segment from here: for a run whose phases
+    /// are only known as they end (graphile-worker's script).
+    /// </summary>
+    public string Cut()
+    {
+        lock (gate)
+        {
+            var summary = segment.Summary();
+            segment = new Span();
+            return summary;
+        }
+    }
+
+    /// <summary>
+    /// Stops the probe and returns one line for its whole run: the flushes' percentiles, and the share of the run the
+    /// probe spent in flushes over 20 ms (a lower bound of the time the disk held every commit).
     /// </summary>
     public async Task<string> StopAsync()
     {
-        if (!stop.IsCancellationRequested)
+        if (final is null)
         {
-            elapsed = Stopwatch.GetElapsedTime(started).TotalSeconds;
             await stop.CancelAsync();
             await Task.Run(thread.Join);
+            lock (gate)
+            {
+                final = whole.Summary();
+            }
         }
-        var stalled = stalledMicroseconds / 1e6;
-        return string.Create(CultureInfo.InvariantCulture,
-            $"p50 {Report.P(latency, 50):F2} ms  p99 {Report.P(latency, 99):F2} ms  p99.9 {Report.P(latency, 99.9):F1} ms  max {latency.GetMaxValue() / 1000.0:F0} ms; over 20 ms for {stalled:F2} s of {elapsed:F0} s ({100 * stalled / Math.Max(elapsed, 1e-9):F1} %)");
+        return final;
     }
 
     public async ValueTask DisposeAsync()
@@ -80,5 +94,29 @@ public sealed class DiskProbe : IAsyncDisposable
         await StopAsync();
         stop.Dispose();
         File.Delete(path);
+    }
+
+    private sealed class Span
+    {
+        private readonly LongHistogram latency = new(1, 60_000_000, 3);
+        private readonly long started = Stopwatch.GetTimestamp();
+        private long stalledMicroseconds;
+
+        public void Record(long us)
+        {
+            latency.RecordValue(us);
+            if (us > StallMicroseconds)
+            {
+                stalledMicroseconds += us;
+            }
+        }
+
+        public string Summary()
+        {
+            var seconds = Stopwatch.GetElapsedTime(started).TotalSeconds;
+            var stalled = stalledMicroseconds / 1e6;
+            return string.Create(CultureInfo.InvariantCulture,
+                $"p50 {Report.P(latency, 50):F2} ms  p99 {Report.P(latency, 99):F2} ms  p99.9 {Report.P(latency, 99.9):F1} ms  max {latency.GetMaxValue() / 1000.0:F0} ms; over 20 ms for {stalled:F2} s of {seconds:F0} s ({100 * stalled / Math.Max(seconds, 1e-9):F1} %)");
+        }
     }
 }
