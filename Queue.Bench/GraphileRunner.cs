@@ -45,7 +45,7 @@ internal static class GraphileRunner
                 {
                     results.Add(r);
                 }
-                Console.WriteLine($"  disk flush ({DiskProbe.What}) up to graphile-worker's {r.Phase}{(r.Workers is { } w ? $"-{w}" : "")} result, since the one before: {disk.Cut()}");
+                Console.WriteLine("  " + DiskProbe.Line($"up to graphile-worker's {r.Phase}{(r.Workers is { } w ? $"-{w}" : "")} result, since the one before", disk.Cut()));
             }
         };
         p.ErrorDataReceived += (_, e) =>

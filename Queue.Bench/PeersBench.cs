@@ -49,7 +49,7 @@ public static class PeersBench
             // The peer's commits wait on the same disk: its stalls during the peer's run, to read the ratios against.
             await using var flushes = new DiskProbe(Path.GetTempPath());
             peer = await GraphileRunner.RunAsync(jobs, workers, drainMaxS, enqMaxS, BenchArgs.Option(args, "--peers-dir"), flushes);
-            Console.WriteLine($"disk flush ({DiskProbe.What}) while graphile-worker ran: {await flushes.StopAsync()}");
+            Console.WriteLine(DiskProbe.Line("while graphile-worker ran", await flushes.StopAsync()));
         }
         return Verdicts(queue, peer);
     }

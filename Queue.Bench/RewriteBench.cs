@@ -81,7 +81,7 @@ public static class RewriteBench
         }
         Report.Row($"(1) rewrite, {ranked / 1000}k jobs, no load", ranked / (alone.GetMean() / 1e6), alone, 0, "jobs/s");
         // Each rewrite ends in one commit, and a stalled flush lands in its time whole.
-        Console.WriteLine($"    disk flush ({DiskProbe.What}): {await aloneDisk.StopAsync()}");
+        Console.WriteLine("    " + DiskProbe.Line("beside them", await aloneDisk.StopAsync()));
 
         // Figure 2: claims without and during rewrites.
         var engine = new ClaimEngine(db, new SeedLaneSelector(), TimeProvider.System, new ClaimCounters());
@@ -102,10 +102,10 @@ public static class RewriteBench
         }
         var quiet = await Phase("claims", null);
         Report.Row($"(2) claims, {claimers} claimers, no rewrite", quiet.Rate, quiet.Latency, 0, "claims/s");
-        Console.WriteLine($"    disk flush ({DiskProbe.What}): {quiet.Disk}");
+        Console.WriteLine("    " + DiskProbe.Line("beside them", quiet.Disk));
         var during = await Phase("claims during rewrites", RewriteNextAsync);
         Report.Row($"(2) claims, {claimers} claimers, rewrites running", during.Rate, during.Latency, 0, "claims/s");
-        Console.WriteLine($"    disk flush ({DiskProbe.What}): {during.Disk}");
+        Console.WriteLine("    " + DiskProbe.Line("beside them", during.Disk));
         Report.Row($"    the {during.Rewrites.TotalCount} rewrites under claim load", ranked / (during.Rewrites.GetMean() / 1e6), during.Rewrites, 0, "jobs/s");
 
         // The goals: 100k jobs under 2 s, 1M under 20 s, so 20 us per job.

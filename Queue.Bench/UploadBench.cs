@@ -69,7 +69,7 @@ public static class UploadBench
         // not in it (the "load" column is this process, idle while wrk runs).
         Console.WriteLine($"CPU per upload  {cpu}");
         // The raw limit of upload-p99: every upload waits for a commit, and every commit for a flush of the redo log.
-        Console.WriteLine($"disk flush ({DiskProbe.What}) during the phase: {disk}");
+        Console.WriteLine(DiskProbe.Line("during the phase", disk));
         Console.WriteLine($"  and on the idle machine, 10 s before it: {idleDisk}");
         if (result.Non2xx > 0 || result.SocketErrors > 0)
         {

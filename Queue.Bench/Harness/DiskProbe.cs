@@ -16,11 +16,14 @@ namespace Queue.Bench.Harness;
 /// </remarks>
 public sealed class DiskProbe : IAsyncDisposable
 {
-    /// <summary>What each figure of <see cref="StopAsync"/> measures, for the line that prints it.</summary>
-    public const string What = "512 B written and fsynced every 20 ms";
-
     private const int IntervalMilliseconds = 20;
-    private const long StallMicroseconds = 20_000;
+    private const int StallMilliseconds = 20;
+
+    /// <summary>What each figure of <see cref="StopAsync"/> and <see cref="Cut"/> measures.</summary>
+    public static readonly string What = $"512 B written and fsynced every {IntervalMilliseconds} ms";
+
+    /// <summary>The one form every benchmark prints a probe's figures in: <c>disk flush (WHAT) WHERE: FIGURES</c>.</summary>
+    public static string Line(string where, string figures) => $"disk flush ({What}) {where}: {figures}";
 
     private readonly CancellationTokenSource stop = new();
     private readonly Lock gate = new();
@@ -105,7 +108,7 @@ public sealed class DiskProbe : IAsyncDisposable
         public void Record(long us)
         {
             latency.RecordValue(us);
-            if (us > StallMicroseconds)
+            if (us > StallMilliseconds * 1000)
             {
                 stalledMicroseconds += us;
             }
@@ -116,7 +119,7 @@ public sealed class DiskProbe : IAsyncDisposable
             var seconds = Stopwatch.GetElapsedTime(started).TotalSeconds;
             var stalled = stalledMicroseconds / 1e6;
             return string.Create(CultureInfo.InvariantCulture,
-                $"p50 {Report.P(latency, 50):F2} ms  p99 {Report.P(latency, 99):F2} ms  p99.9 {Report.P(latency, 99.9):F1} ms  max {latency.GetMaxValue() / 1000.0:F0} ms; over 20 ms for {stalled:F2} s of {seconds:F0} s ({100 * stalled / Math.Max(seconds, 1e-9):F1} %)");
+                $"p50 {Report.P(latency, 50):F2} ms  p99 {Report.P(latency, 99):F2} ms  p99.9 {Report.P(latency, 99.9):F1} ms  max {latency.GetMaxValue() / 1000.0:F0} ms; over {StallMilliseconds} ms for {stalled:F2} s of {seconds:F0} s ({100 * stalled / Math.Max(seconds, 1e-9):F1} %)");
         }
     }
 }
