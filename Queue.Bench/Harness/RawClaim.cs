@@ -14,7 +14,7 @@ public static class RawClaim
     public static async Task OnceAsync(ClaimEngine engine, MySqlDataSource db, string[] tasks, string worker)
     {
         var now = DateTime.UtcNow;
-        var got = (await engine.ClaimAsync([new ClaimOrder(tasks, [], [new ClaimSlot(worker, now.AddMinutes(30), false)])], CancellationToken.None))[0].ForSlots.Count;
+        var got = (await engine.ClaimAsync([new ClaimOrder(tasks, [new ClaimSlot(worker, now.AddMinutes(30), false)])], CancellationToken.None))[0].Count;
         if (got == 0)
         {
             throw new InvalidOperationException($"the {string.Join(',', tasks)} lanes ran dry: seed more items");

@@ -105,7 +105,7 @@ public sealed class Simulation(Scenario scenario, string policy, string connecti
             if (free > 0 && maybeWork)
             {
                 var slots = Enumerable.Range(0, free).Select(i => new ClaimSlot($"w{i}", now.AddMinutes(5), Reservation: false)).ToList();
-                var taken = (await engine.ClaimAsync([new ClaimOrder([], [], slots)], ct))[0].ForSlots;
+                var taken = (await engine.ClaimAsync([new ClaimOrder([], slots)], ct))[0];
                 foreach (var item in taken)
                 {
                     running.Enqueue(item, now + scenario.ItemTime);

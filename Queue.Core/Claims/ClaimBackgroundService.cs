@@ -25,6 +25,7 @@ public sealed partial class ClaimBackgroundService(IServiceProvider services, Wo
     private MySqlDataSource db = null!;
     private ClaimDispatcher dispatcher = null!;
     private WorkStats stats = null!;
+    private HandoutLog handouts = null!;
     private bool started;
 
     protected override Task ExecuteAsync(CancellationToken stoppingToken)
@@ -32,8 +33,10 @@ public sealed partial class ClaimBackgroundService(IServiceProvider services, Wo
         db = services.GetRequiredService<MySqlDataSource>();
         dispatcher = services.GetRequiredService<ClaimDispatcher>();
         stats = services.GetRequiredService<WorkStats>();
+        handouts = services.GetRequiredService<HandoutLog>();
         started = true;
-        return Task.WhenAll(PollLoopAsync(stoppingToken), WakeLoopAsync(stoppingToken), MaintenanceLoopAsync(stoppingToken), StatsLoopAsync(stoppingToken));
+        return Task.WhenAll(PollLoopAsync(stoppingToken), WakeLoopAsync(stoppingToken), MaintenanceLoopAsync(stoppingToken),
+            HandoutLoopAsync(stoppingToken), StatsLoopAsync(stoppingToken));
     }
 
     /// <summary>New items committed by any process (docs/DESIGN.md "Scaling out": wake-ups across processes).</summary>
@@ -77,6 +80,10 @@ public sealed partial class ClaimBackgroundService(IServiceProvider services, Wo
         PeriodicLoop.RunAsync(TimeSpan.FromMilliseconds(Math.Max(50, options.Value.PrefetchHoldMilliseconds / 4)),
             c => dispatcher.ReleaseStaleAsync(all: false, c), ex => LogBackgroundFailed(logger, ex, "release"), ct);
 
+    private Task HandoutLoopAsync(CancellationToken ct) =>
+        PeriodicLoop.RunAsync(TimeSpan.FromMilliseconds(options.Value.HandoutFlushMilliseconds), c => handouts.FlushAsync(all: false, c),
+            ex => LogBackgroundFailed(logger, ex, "handouts"), ct);
+
     private Task StatsLoopAsync(CancellationToken ct) =>
         PeriodicLoop.RunAsync(TimeSpan.FromMilliseconds(options.Value.StatsFlushMilliseconds), stats.FlushAsync,
             ex => LogBackgroundFailed(logger, ex, "stats"), ct);
@@ -88,10 +95,12 @@ public sealed partial class ClaimBackgroundService(IServiceProvider services, Wo
         {
             return;
         }
-        // A clean shutdown gives back what it claimed ahead and keeps the last counts; a crash leaves that to the
-        // reservation expiry (seconds) and loses at most one flush interval of counts.
+        // A clean shutdown writes down the leases it handed out from memory, gives back what it claimed ahead and keeps
+        // the last counts; a crash leaves the first two to the reservation expiry (seconds) and loses at most one flush
+        // interval of counts.
         try
         {
+            await handouts.FlushAsync(all: true, cancellationToken);
             await dispatcher.ReleaseStaleAsync(all: true, cancellationToken);
             await stats.FlushAsync(cancellationToken);
         }

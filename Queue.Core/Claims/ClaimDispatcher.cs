@@ -26,6 +26,7 @@ public sealed partial class ClaimDispatcher
     private readonly TimeProvider clock;
     private readonly IOptions<ClaimOptions> options;
     private readonly WorkStats stats;
+    private readonly HandoutLog handouts;
     private readonly GroupCommitQueue<Waiter> queue;
     private readonly Lock gate = new();
     private readonly Dictionary<string, ClaimAhead> aheads = new(StringComparer.Ordinal);
@@ -38,9 +39,10 @@ public sealed partial class ClaimDispatcher
     private const int GatherBelow = 16;
 
     public ClaimDispatcher(ClaimEngine engine, LeaseService leases, TimeProvider clock, IOptions<ClaimOptions> options, WorkStats stats,
-        BackgroundWork host, ILogger<ClaimDispatcher> logger)
+        HandoutLog handouts, BackgroundWork host, ILogger<ClaimDispatcher> logger)
     {
         this.engine = engine;
+        this.handouts = handouts;
         this.leases = leases;
         this.clock = clock;
         this.options = options;
@@ -69,6 +71,10 @@ public sealed partial class ClaimDispatcher
     /// <summary>Claims up to <see cref="ClaimRequest.Max"/> items; an empty answer means nothing is claimable now.</summary>
     public async Task<IReadOnlyList<TakenItem>> ClaimAsync(ClaimRequest request, CancellationToken ct)
     {
+        if (HandOut(request) is { } ready)
+        {
+            return ready;
+        }
         var w = new Waiter(request);
         callers.Enter();
         try
@@ -103,18 +109,34 @@ public sealed partial class ClaimDispatcher
 
     private async Task FlushAsync(List<Waiter> batch)
     {
-        var groups = batch.GroupBy(w => w.Request.Key, StringComparer.Ordinal).Select(g => new Group(g.Key, g.ToList())).ToList();
-        var stale = TakeFromBuffers(groups);
         var now = clock.GetUtcNow().UtcDateTime;
-        ClaimOutcome[] outcomes;
+        var (groups, served, stale) = ServeFromBuffers(batch, now);
+        var giveBack = new List<TakenItem>();
+        foreach (var (w, items) in served)
+        {
+            if (!Answer(w, items))
+            {
+                giveBack.AddRange(items);
+            }
+        }
+        IReadOnlyList<TakenItem>[] outcomes;
         try
         {
+            // Stale reservations go back before the transaction, in this flush: claims run one flush at a time, so the
+            // transaction below (and every later one) can take them again, and no caller is told "nothing" while they
+            // are on their way back.
+            await leases.ReleaseAsync(stale, CancellationToken.None);
+            if (groups.Count == 0)
+            {
+                await leases.ReleaseAsync(giveBack, CancellationToken.None);
+                return;
+            }
             outcomes = await engine.ClaimAsync(groups.Select(g => g.Claim.Order(now, options.Value)).ToList(), CancellationToken.None);
         }
         catch (Exception ex)
         {
-            PutBack(groups);
-            foreach (var w in batch)
+            Settle(groups, failed: true);
+            foreach (var w in groups.SelectMany(g => g.Waiters))
             {
                 if (Interlocked.CompareExchange(ref w.State, Assigned, Pending) == Pending)
                 {
@@ -123,30 +145,17 @@ public sealed partial class ClaimDispatcher
             }
             throw;
         }
-        var giveBack = new List<TakenItem>(stale);
         for (var i = 0; i < groups.Count; i++)
         {
             groups[i].Claim.Share(outcomes[i]);
         }
-        var requeued = Settle(groups);
+        var requeued = Settle(groups, failed: false);
         foreach (var g in groups)
         {
             for (var i = 0; i < g.Waiters.Count; i++)
             {
                 var w = g.Waiters[i];
-                if (requeued.Contains(w))
-                {
-                    continue;
-                }
-                if (Interlocked.CompareExchange(ref w.State, Assigned, Pending) == Pending)
-                {
-                    foreach (var t in g.Claim.Results[i].GroupBy(t => t.TenantId))
-                    {
-                        stats.Claimed(t.Key, w.Request.Worker, t.Count());
-                    }
-                    w.Result.TrySetResult(g.Claim.Results[i]);
-                }
-                else
+                if (!requeued.Contains(w) && !Answer(w, g.Claim.Results[i]))
                 {
                     giveBack.AddRange(g.Claim.Results[i]);
                 }
@@ -155,58 +164,122 @@ public sealed partial class ClaimDispatcher
         await leases.ReleaseAsync(giveBack, CancellationToken.None);
     }
 
+    /// <summary>Gives <paramref name="items"/> to <paramref name="w"/>'s caller; false when the caller already left.</summary>
+    private bool Answer(Waiter w, IReadOnlyList<TakenItem> items)
+    {
+        if (Interlocked.CompareExchange(ref w.State, Assigned, Pending) != Pending)
+        {
+            return false;
+        }
+        foreach (var t in items.GroupBy(t => t.TenantId))
+        {
+            stats.Claimed(t.Key, w.Request.Worker, t.Count());
+        }
+        w.Result.TrySetResult(items);
+        return true;
+    }
+
     /// <summary>
-    /// Claimed-ahead items first: they were at the head of the order when they were taken. Returns the items that
-    /// waited past the hold time, to give back. Also decides how much each filter claims ahead this time: about as much
-    /// as its previous flush was asked for, enough for the next wave of callers and nothing for a filter nobody asks for.
+    /// Claimed-ahead items first, handed out as /next's own path does (<see cref="TakeFresh"/>): they were at the head
+    /// of the order when they were taken. The callers left over, and the refills, go to the transaction, as one
+    /// <see cref="Group"/> per task filter. Also decides how much each filter claims ahead this time: what it handed
+    /// out since its last flush plus what this flush is asked for, twice over while the buffer is being served from
+    /// (so a refill lands before it runs dry), and nothing for a filter that is not busy.
     /// </summary>
-    private List<TakenItem> TakeFromBuffers(List<Group> groups)
+    private (List<Group> Groups, List<(Waiter Waiter, List<TakenItem> Items)> Served, List<TakenItem> Stale) ServeFromBuffers(List<Waiter> batch, DateTime now)
     {
         var o = options.Value;
+        var groups = new List<Group>();
+        var served = new List<(Waiter, List<TakenItem>)>();
         var stale = new List<TakenItem>();
         lock (gate)
         {
             var tick = Environment.TickCount64;
-            foreach (var g in groups)
+            foreach (var byKey in batch.GroupBy(w => w.Request.Key, StringComparer.Ordinal))
             {
-                var ahead = Ahead(g.Claim.Key);
-                ahead.InFlight++;
-                var want = g.Waiters.Sum(w => w.Request.Max);
-                while (g.Claim.FromBuffer.Count < want && ahead.Buffer.TryDequeue(out var b))
+                var ahead = Ahead(byKey.Key, byKey.First().Request.Tasks);
+                ahead.RefillQueued = false;
+                DropStale(ahead, tick);
+                stale.AddRange(ahead.Stale);
+                ahead.Stale.Clear();
+                var left = new List<Waiter>();
+                var want = 0;
+                foreach (var w in byKey)
                 {
-                    (tick - b.At < o.PrefetchHoldMilliseconds ? g.Claim.FromBuffer : stale).Add(b.Item);
+                    want += w.Request.Max;
+                    if (w.Refill || Volatile.Read(ref w.State) != Pending)
+                    {
+                        continue;
+                    }
+                    if (TakeFresh(ahead, w.Request, tick, now) is { } items)
+                    {
+                        served.Add((w, items));
+                    }
+                    else
+                    {
+                        left.Add(w);
+                    }
                 }
-                g.Claim.Surplus = o.Prefetch == 0 ? 0 : Math.Max(0, Math.Min(o.Prefetch, ahead.LastDemand) - ahead.Buffer.Count);
-                ahead.LastDemand = want;
+                var demand = want + ahead.HandedOut;
+                var target = o.Prefetch == 0 || !ahead.Busy(tick, o) ? 0
+                    : Math.Min(o.Prefetch, ahead.HandedOut > 0 ? 2 * demand : Math.Min(ahead.LastDemand, demand));
+                ahead.Target = target;
+                ahead.LastDemand = demand;
+                ahead.HandedOut = 0;
                 ahead.LastFlush = tick;
+                var surplus = Math.Max(0, target - ahead.Buffer.Count);
+                if (left.Count > 0 || surplus > 0)
+                {
+                    ahead.InFlight++;
+                    groups.Add(new Group(byKey.Key, ahead.Tasks, left, surplus));
+                }
             }
         }
-        return stale;
+        return (groups, served, stale);
     }
 
-    /// <summary>The transaction failed: the claimed-ahead items it would have handed out are still reserved, so they go back.</summary>
-    private void PutBack(List<Group> groups)
+    /// <summary>
+    /// Up to <paramref name="request"/>'s max fresh items from <paramref name="ahead"/>'s buffer, as the caller's
+    /// leases, or null when it has none. The leases are written down after the answer (<see cref="HandoutLog"/>).
+    /// Under <see cref="gate"/>.
+    /// </summary>
+    private List<TakenItem>? TakeFresh(ClaimAhead ahead, ClaimRequest request, long tick, DateTime now)
     {
-        lock (gate)
+        List<TakenItem>? given = null;
+        DropStale(ahead, tick);
+        while ((given?.Count ?? 0) < request.Max && ahead.Buffer.TryDequeue(out var b))
         {
-            foreach (var g in groups)
+            (given ??= []).Add(b.Item with { Attempt = b.Item.Attempt + 1, Until = now.AddSeconds(request.LeaseSeconds), Reservation = false });
+        }
+        if (given is not null)
+        {
+            ahead.HandedOut += given.Count;
+            foreach (var item in given)
             {
-                var ahead = Ahead(g.Claim.Key);
-                ahead.InFlight--;
-                foreach (var b in g.Claim.FromBuffer)
-                {
-                    ahead.Buffer.Enqueue((b, Environment.TickCount64));
-                }
+                handouts.Add(item, request.Worker);
             }
+        }
+        return given;
+    }
+
+    /// <summary>
+    /// Moves the items held past <see cref="ClaimOptions.PrefetchHoldMilliseconds"/> (the buffer is oldest first) to
+    /// <see cref="ClaimAhead.Stale"/>, for the next flush of the filter to give back. Under <see cref="gate"/>.
+    /// </summary>
+    private void DropStale(ClaimAhead ahead, long tick)
+    {
+        while (ahead.Buffer.TryPeek(out var b) && tick - b.At >= options.Value.PrefetchHoldMilliseconds)
+        {
+            ahead.Stale.Add(ahead.Buffer.Dequeue().Item);
         }
     }
 
     /// <summary>
     /// Buffers what was claimed ahead, and serves again the callers who got nothing while this process holds items of
     /// their filter (buffered, or being claimed by a concurrent flush): those are claimable by no one else, so "nothing
-    /// for you" would be wrong.
+    /// for you" would be wrong. After a failed transaction (<paramref name="failed"/>) only the bookkeeping is undone.
     /// </summary>
-    private HashSet<Waiter> Settle(List<Group> groups)
+    private HashSet<Waiter> Settle(List<Group> groups, bool failed)
     {
         var requeued = new HashSet<Waiter>();
         lock (gate)
@@ -214,8 +287,12 @@ public sealed partial class ClaimDispatcher
             var tick = Environment.TickCount64;
             foreach (var g in groups)
             {
-                var ahead = Ahead(g.Claim.Key);
+                var ahead = Ahead(g.Claim.Key, g.Claim.Tasks);
                 ahead.InFlight--;
+                if (failed)
+                {
+                    continue;
+                }
                 foreach (var b in g.Claim.NewBuffer)
                 {
                     ahead.Buffer.Enqueue((b, tick));
@@ -223,7 +300,7 @@ public sealed partial class ClaimDispatcher
                 for (var i = 0; i < g.Waiters.Count; i++)
                 {
                     var w = g.Waiters[i];
-                    if (g.Claim.Results[i].Count == 0 && w.Requeues < MaxRequeues && (ahead.Buffer.Count > 0 || ahead.InFlight > 0))
+                    if (g.Claim.Results[i].Count == 0 && w.Requeues < MaxRequeues && (ahead.Buffer.Count > 0 || ahead.Stale.Count > 0 || ahead.InFlight > 0))
                     {
                         w.Requeues++;
                         requeued.Add(w);
@@ -238,19 +315,35 @@ public sealed partial class ClaimDispatcher
         return requeued;
     }
 
-    /// <summary>Gives back claimed-ahead items that waited longer than the hold time, so the buffer never serves a stale order.</summary>
+    /// <summary>
+    /// Has claimed-ahead items that waited longer than the hold time given back, so the buffer never serves a stale
+    /// order for long: through the claim queue, by a flush of their filter (<see cref="FlushAsync"/>), so that a give-back
+    /// never runs beside a claim that would then find those items neither buffered nor claimable. At shutdown
+    /// (<paramref name="all"/>) everything buffered goes back at once.
+    /// </summary>
     public async Task ReleaseStaleAsync(bool all, CancellationToken ct)
     {
         var hold = options.Value.PrefetchHoldMilliseconds;
-        var stale = new List<TakenItem>();
+        var back = new List<TakenItem>();
+        var tidy = new List<Waiter>();
         lock (gate)
         {
             var tick = Environment.TickCount64;
             foreach (var ahead in aheads.Values)
             {
-                while (ahead.Buffer.TryPeek(out var b) && (all || tick - b.At >= hold))
+                if (all)
                 {
-                    stale.Add(ahead.Buffer.Dequeue().Item);
+                    back.AddRange(ahead.Stale);
+                    ahead.Stale.Clear();
+                    back.AddRange(ahead.Buffer.Select(b => b.Item));
+                    ahead.Buffer.Clear();
+                    continue;
+                }
+                DropStale(ahead, tick);
+                if (ahead.Stale.Count > 0 && !ahead.RefillQueued)
+                {
+                    ahead.RefillQueued = true;
+                    tidy.Add(new Waiter(new ClaimRequest(null, ahead.Tasks, 0, 0)) { Refill = true });
                 }
                 if (ahead.Buffer.Count == 0 && tick - ahead.LastFlush >= hold)
                 {
@@ -258,17 +351,72 @@ public sealed partial class ClaimDispatcher
                 }
             }
         }
-        await leases.ReleaseAsync(stale, ct);
+        foreach (var w in tidy)
+        {
+            queue.Requeue(w);
+        }
+        await leases.ReleaseAsync(back, ct);
     }
 
-    private ClaimAhead Ahead(string key)
+    private ClaimAhead Ahead(string key, IReadOnlyList<string> tasks)
     {
         if (!aheads.TryGetValue(key, out var ahead))
         {
-            ahead = new ClaimAhead();
+            ahead = new ClaimAhead(tasks);
             aheads[key] = ahead;
         }
         return ahead;
+    }
+
+    /// <summary>
+    /// Serves <paramref name="request"/> from the claim-ahead buffer without a transaction (<see cref="TakeFresh"/>),
+    /// and queues a refill once the buffer is half spent. Null when the buffer has nothing fresh: the caller joins the
+    /// next claim transaction. docs/DESIGN.md "Handouts from memory".
+    /// </summary>
+    private List<TakenItem>? HandOut(ClaimRequest request)
+    {
+        if (options.Value.Prefetch == 0)
+        {
+            return null;
+        }
+        List<TakenItem>? given;
+        Waiter? refill = null;
+        lock (gate)
+        {
+            var tick = Environment.TickCount64;
+            var ahead = Ahead(request.Key, request.Tasks);
+            ahead.Called(tick);
+            given = TakeFresh(ahead, request, tick, clock.GetUtcNow().UtcDateTime);
+            if (given is null)
+            {
+                return null;
+            }
+            if (!ahead.RefillQueued && ahead.InFlight == 0 && ahead.Target > 0 && ahead.Buffer.Count * 2 <= ahead.Target)
+            {
+                ahead.RefillQueued = true;
+                refill = new Waiter(new ClaimRequest(null, ahead.Tasks, 0, 0)) { Refill = true };
+            }
+        }
+        foreach (var t in given.GroupBy(t => t.TenantId))
+        {
+            stats.Claimed(t.Key, request.Worker, t.Count());
+        }
+        if (refill is not null)
+        {
+            try
+            {
+                queue.Enqueue(refill);
+            }
+            catch (ServiceBusyException)
+            {
+                // Callers already fill the queue: their own transactions claim ahead for them.
+                lock (gate)
+                {
+                    Ahead(request.Key, request.Tasks).RefillQueued = false;
+                }
+            }
+        }
+        return given;
     }
 
     [LoggerMessage(EventId = 3001, Level = LogLevel.Warning, Message = "A claim transaction for {Count} callers failed")]
@@ -280,21 +428,69 @@ public sealed partial class ClaimDispatcher
         public readonly TaskCompletionSource<IReadOnlyList<TakenItem>> Result = new(TaskCreationOptions.RunContinuationsAsynchronously);
         public int State;
         public int Requeues;
+
+        /// <summary>No caller: a transaction queued only to refill the buffer (its request asks for nothing).</summary>
+        public bool Refill { get; init; }
     }
 
-    private sealed class Group(string key, List<Waiter> waiters)
+    /// <summary>One task filter's callers left for the transaction, and what it claims ahead for the buffer.</summary>
+    private sealed class Group(string key, IReadOnlyList<string> tasks, List<Waiter> waiters, int surplus)
     {
         public List<Waiter> Waiters { get; } = waiters;
 
-        public ClaimGroup Claim { get; } = new(key, waiters.ConvertAll(w => w.Request));
+        public ClaimGroup Claim { get; } = new(key, tasks, waiters.ConvertAll(w => w.Request), surplus);
     }
 
     /// <summary>One task filter's claim-ahead state in this process.</summary>
-    private sealed class ClaimAhead
+    private sealed class ClaimAhead(IReadOnlyList<string> tasks)
     {
         public readonly Queue<(TakenItem Item, long At)> Buffer = new();
+
+        /// <summary>Reservations held past the hold time, given back by the filter's next flush.</summary>
+        public readonly List<TakenItem> Stale = [];
+
+        public readonly IReadOnlyList<string> Tasks = tasks;
         public int LastDemand;
         public int InFlight;
         public long LastFlush;
+
+        /// <summary>Items handed out from <see cref="Buffer"/> since the last flush.</summary>
+        public int HandedOut;
+
+        /// <summary>What the last flush meant to hold; a refill is queued once the buffer is down to half of it.</summary>
+        public int Target;
+
+        public bool RefillQueued;
+        private long second;
+        private int thisSecond;
+        private int lastSecond;
+
+        /// <summary>Counts a /next of this filter, per second of the process's clock.</summary>
+        public void Called(long tick)
+        {
+            Roll(tick);
+            thisSecond++;
+        }
+
+        /// <summary>
+        /// Claims ahead only for a filter polled at <see cref="ClaimOptions.PrefetchAboveCallsPerSecond"/> or more:
+        /// a worker now and then is served by a transaction of its own, and sees the order as it is at that moment.
+        /// </summary>
+        public bool Busy(long tick, ClaimOptions o)
+        {
+            Roll(tick);
+            return Math.Max(thisSecond, lastSecond) >= o.PrefetchAboveCallsPerSecond;
+        }
+
+        private void Roll(long tick)
+        {
+            var now = tick / 1000;
+            if (now != second)
+            {
+                lastSecond = now == second + 1 ? thisSecond : 0;
+                thisSecond = 0;
+                second = now;
+            }
+        }
     }
 }

@@ -6,8 +6,8 @@ using Queue.Core.Sql;
 namespace Queue.Core.Claims;
 
 /// <summary>
-/// The claim transaction, and the only place that opens one: for each task filter's <see cref="ClaimOrder"/>, its
-/// reserved items handed to their workers, then fresh items taken for its slots (<see cref="ItemTaker"/>), all in one
+/// The claim transaction, and the only place that opens one: for each task filter's <see cref="ClaimOrder"/>, fresh
+/// items taken for its slots (<see cref="ItemTaker"/>), all in one
 /// short READ COMMITTED transaction (<see cref="ClaimTransaction"/>) and one commit, retried whole on a deadlock. See
 /// docs/DESIGN.md "Claims".
 /// </summary>
@@ -30,8 +30,8 @@ public sealed class ClaimEngine
         taker = new ItemTaker(selector, counters, new ClaimClosing(held), held, this.floors);
     }
 
-    /// <summary>Serves every order in one transaction; outcome k belongs to order k.</summary>
-    public async Task<ClaimOutcome[]> ClaimAsync(IReadOnlyList<ClaimOrder> orders, CancellationToken ct)
+    /// <summary>Serves every order in one transaction; outcome k, the items taken in slot order (fewer when the queue ran dry), belongs to order k.</summary>
+    public async Task<IReadOnlyList<TakenItem>[]> ClaimAsync(IReadOnlyList<ClaimOrder> orders, CancellationToken ct)
     {
         var ticket = Interlocked.Increment(ref started);
         var alone = Interlocked.Increment(ref running) == 1;
@@ -40,7 +40,7 @@ public sealed class ClaimEngine
             var (outcomes, taken, now) = await Retry.OnDeadlockAsync(async c =>
             {
                 var now = clock.GetUtcNow().UtcDateTime;
-                var outcomes = new ClaimOutcome[orders.Count];
+                var outcomes = new IReadOnlyList<TakenItem>[orders.Count];
                 var taken = new List<TakenItem>();
                 await using var conn = await db.OpenConnectionAsync(c);
                 var tx = new ClaimTransaction(conn);
@@ -75,77 +75,17 @@ public sealed class ClaimEngine
         }
     }
 
-    /// <summary>
-    /// Hands out the order's reserved items; a handout whose reservation was lost meanwhile (blocked, cancelled or
-    /// expired) has its fallback slot claimed afresh, ahead of the order's own slots.
-    /// </summary>
-    /// <param name="walked">Collects what the lane walks took (not the handouts, which earlier walks took), for the floors.</param>
+    /// <param name="walked">Collects what the lane walks took, for the floors.</param>
     /// <param name="last">The transaction's last order: its closing batch carries the COMMIT.</param>
-    private async Task<ClaimOutcome> FillAsync(ClaimTransaction tx, ClaimOrder order, DateTime now, List<TakenItem> walked, bool last,
+    private async Task<IReadOnlyList<TakenItem>> FillAsync(ClaimTransaction tx, ClaimOrder order, DateTime now, List<TakenItem> walked, bool last,
         CancellationToken ct)
     {
-        var confirmed = await ConfirmAsync(tx, order.Handouts, now, ct);
-        var forHandouts = new TakenItem?[order.Handouts.Count];
-        var slots = new List<ClaimSlot>(order.Handouts.Count + order.Slots.Count);
-        var lost = new List<int>();
-        for (var i = 0; i < order.Handouts.Count; i++)
+        if (order.Slots.Count == 0)
         {
-            var (item, lease) = order.Handouts[i];
-            if (confirmed[i])
-            {
-                forHandouts[i] = item with { Attempt = item.Attempt + 1, Until = lease.Until, Reservation = false };
-            }
-            else
-            {
-                lost.Add(i);
-                slots.Add(lease);
-            }
+            return [];
         }
-        slots.AddRange(order.Slots);
-        if (slots.Count == 0)
-        {
-            return new ClaimOutcome(forHandouts, []);
-        }
-        var taken = await taker.TakeAsync(tx, order.Tasks, slots, now, last, ct);
+        var taken = await taker.TakeAsync(tx, order.Tasks, order.Slots, now, last, ct);
         walked.AddRange(taken);
-        for (var k = 0; k < lost.Count && k < taken.Count; k++)
-        {
-            forHandouts[lost[k]] = taken[k];
-        }
-        return new ClaimOutcome(forHandouts, taken.Count > lost.Count ? taken.GetRange(lost.Count, taken.Count - lost.Count) : []);
+        return taken;
     }
-
-    /// <summary>Turns reservations into workers' leases; false for each reservation that was lost meanwhile.</summary>
-    private static async Task<bool[]> ConfirmAsync(ClaimTransaction tx, IReadOnlyList<Handout> handouts, DateTime now, CancellationToken ct)
-    {
-        var ok = new bool[handouts.Count];
-        if (handouts.Count == 0)
-        {
-            return ok;
-        }
-        await using var batch = new MySqlBatch(tx.Connection);
-        foreach (var (item, lease) in handouts)
-        {
-            var cmd = new MySqlBatchCommand(ClaimSql.ConfirmReservation);
-            cmd.Parameters.AddWithValue("@Id", item.Id);
-            cmd.Parameters.AddWithValue("@Token", item.Token);
-            cmd.Parameters.AddWithValue("@Expires", lease.Until);
-            cmd.Parameters.AddWithValue("@Worker", lease.Worker);
-            cmd.Parameters.AddWithValue("@Now", now);
-            batch.BatchCommands.Add(cmd);
-        }
-        tx.BeginWith(batch);
-        await batch.ExecuteNonQueryAsync(ct);
-        // MySqlBatch does not report rows per statement here, so read back which ones took: a confirmed item carries
-        // our token and a worker's lease expiry.
-        var rows = (await tx.Connection.QueryAsync<ConfirmedRow>(new CommandDefinition(ClaimSql.ConfirmedLeases,
-            new { Ids = handouts.Select(h => h.Item.Id).ToList() }, cancellationToken: ct))).ToDictionary(r => r.Id);
-        for (var i = 0; i < handouts.Count; i++)
-        {
-            ok[i] = rows.TryGetValue(handouts[i].Item.Id, out var r) && handouts[i].Item.HasToken(r.LeaseToken);
-        }
-        return ok;
-    }
-
-    private sealed record ConfirmedRow(long Id, byte[]? LeaseToken);
 }

@@ -27,17 +27,8 @@ public sealed record TakenItem(long Id, long JobId, long TenantId, long Document
     public bool HasToken(byte[]? token) => token is not null && CryptographicOperations.FixedTimeEquals(token, Token);
 }
 
-/// <summary>A reserved item to hand to a worker; when the reservation was lost meanwhile, <see cref="Fallback"/> is claimed instead.</summary>
-public sealed record Handout(TakenItem Item, ClaimSlot Fallback);
-
-/// <summary>One task filter's share of a claim transaction: reserved items to hand out, then fresh slots to fill.</summary>
-public sealed record ClaimOrder(IReadOnlyList<string> Tasks, IReadOnlyList<Handout> Handouts, IReadOnlyList<ClaimSlot> Slots);
-
-/// <summary>
-/// What a <see cref="ClaimOrder"/> got: per handout the item the worker gets (the reserved one, or a fresh one in its
-/// fallback slot, or null when the queue ran dry), and per slot, in order, the items taken (fewer when it ran dry).
-/// </summary>
-public sealed record ClaimOutcome(IReadOnlyList<TakenItem?> ForHandouts, IReadOnlyList<TakenItem> ForSlots);
+/// <summary>One task filter's share of a claim transaction: the slots to fill, workers' leases first, then reservations.</summary>
+public sealed record ClaimOrder(IReadOnlyList<string> Tasks, IReadOnlyList<ClaimSlot> Slots);
 
 public enum FinishOutcome
 {

@@ -6,16 +6,30 @@ namespace Queue.Core.Claims;
 public sealed class ClaimOptions
 {
     /// <summary>
-    /// Items each task filter may hold claimed ahead in memory, beyond what waiting workers asked for. 0 turns claim-ahead
-    /// off: every /next is then served by the grouped claim transaction it joins. See docs/DESIGN.md "Claims".
+    /// Items each task filter may hold claimed ahead in memory, for a filter polled often enough
+    /// (<see cref="PrefetchAboveCallsPerSecond"/>): /next is then answered from memory, with no transaction, and the
+    /// buffer is refilled in the background. 0 turns claim-ahead off: every /next is then served by the grouped claim
+    /// transaction it joins. docs/DESIGN.md "Handouts from memory".
     /// </summary>
-    public int Prefetch { get; set; }
+    public int Prefetch { get; set; } = 64;
 
     /// <summary>How long a claimed-ahead item is reserved in the database. If the process dies, it is claimable again after this.</summary>
     public int ReservationSeconds { get; set; } = 10;
 
     /// <summary>A claimed-ahead item not handed out within this time is given back, so the buffer never serves a stale order for long.</summary>
-    public int PrefetchHoldMilliseconds { get; set; } = 1000;
+    public int PrefetchHoldMilliseconds { get; set; } = 500;
+
+    /// <summary>
+    /// Claim-ahead starts only for a task filter polled this often (calls per second, in this process); 0 claims ahead
+    /// for any filter. A worker now and then gets a transaction of its own and the order as it is at that moment.
+    /// </summary>
+    public int PrefetchAboveCallsPerSecond { get; set; } = 200;
+
+    /// <summary>
+    /// How long a lease handed out from the claim-ahead buffer may stay unwritten (<see cref="HandoutLog"/>): one
+    /// finished sooner is never written, and one still out is written within about twice this.
+    /// </summary>
+    public int HandoutFlushMilliseconds { get; set; } = 50;
 
     /// <summary>/next calls waiting for a claim transaction, beyond which new ones get 503 at once.</summary>
     public int MaxPending { get; set; } = 4096;
@@ -63,6 +77,9 @@ public sealed class ClaimOptionsRules() : OptionsRules<ClaimOptions>("Claims")
         (nameof(o.ReservationSeconds), o.ReservationSeconds is >= 2 and <= 300, "must be 2 to 300"),
         (nameof(o.PrefetchHoldMilliseconds), o.PrefetchHoldMilliseconds > 0 && o.PrefetchHoldMilliseconds < o.ReservationSeconds * 500,
             "must be positive and below half of ReservationSeconds"),
+        (nameof(o.PrefetchAboveCallsPerSecond), o.PrefetchAboveCallsPerSecond >= 0, "must be 0 or more"),
+        (nameof(o.HandoutFlushMilliseconds), o.HandoutFlushMilliseconds > 0 && o.HandoutFlushMilliseconds < o.ReservationSeconds * 250,
+            "must be positive and below a quarter of ReservationSeconds"),
         (nameof(o.MaxPending), o.MaxPending > 0, "must be positive"),
         (nameof(o.MaxBatch), o.MaxBatch is > 0 and <= 10_000, "must be 1 to 10000"),
         (nameof(o.MaxConcurrentFlushes), o.MaxConcurrentFlushes is >= 1 and <= 16, "must be 1 to 16"),

@@ -20,6 +20,7 @@ public static class ClaimServices
         services.TryAddSingleton<ClaimEngine>();
         services.TryAddSingleton<LeaseService>();
         services.TryAddSingleton<WorkStats>();
+        services.TryAddSingleton<HandoutLog>();
         services.TryAddSingleton<ClaimDispatcher>();
         services.TryAddSingleton<CompletionBatcher>();
         services.AddHostedService<ClaimBackgroundService>();

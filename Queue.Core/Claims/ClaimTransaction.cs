@@ -3,7 +3,7 @@ using MySqlConnector;
 namespace Queue.Core.Claims;
 
 /// <summary>
-/// A claim's READ COMMITTED transaction, begun and committed by hand so that neither costs a round trip of its own.
+/// A claim's (or a completion's) READ COMMITTED transaction, begun and committed by hand so that neither costs a round trip of its own.
 /// MySqlConnector's <c>BeginTransactionAsync</c> sends its two statements (isolation level, then START TRANSACTION) one
 /// round trip each, and <c>CommitAsync</c> a third. Here the begin rides the claim's first locking statement: the lane
 /// walk before it is a consistent read, which READ COMMITTED serves the same inside a transaction or out of it, and a

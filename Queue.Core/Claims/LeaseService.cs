@@ -14,7 +14,8 @@ namespace Queue.Core.Claims;
 /// in constant time, and an item is completed at most once, ever.
 /// </summary>
 /// <param name="floors">The claims' lane floors (<see cref="ClaimEngine"/>): a retry or a give-back drops its lane's floor.</param>
-public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJanitor janitor, LaneFloors? floors = null)
+/// <param name="handouts">Leases handed out from memory and not written yet: a finish or an extend makes their write moot.</param>
+public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJanitor janitor, LaneFloors? floors = null, HandoutLog? handouts = null)
 {
     /// <summary>
     /// Gives back items that were taken but never handed out (reservations, or leases of callers who left). An item
@@ -27,6 +28,7 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
         {
             return;
         }
+        handouts?.Finished(items.Select(i => i.Id));
         var now = clock.GetUtcNow().UtcDateTime;
         var lanes = items.Select(i => (i.JobId, i.Task)).Distinct().ToList();
         await Retry.OnDeadlockAsync(async c =>
@@ -67,52 +69,82 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
         }
     }
 
-    /// <summary>Completes many leases in one transaction; each gets its own outcome. At most one completion per item, ever.</summary>
+    /// <summary>
+    /// Completes many leases in one transaction; each gets its own outcome. At most one completion per item, ever. Two
+    /// round trips: the begin rides the items' lock and the COMMIT the writes (<see cref="ClaimTransaction"/>), as a
+    /// claim's do; with one worker the completion is the chain a drain waits on (docs/DESIGN.md "Handouts from memory").
+    /// </summary>
     public Task<(FinishOutcome[] Outcomes, Dictionary<long, int> CompletionsByTenant)> CompleteAsync(IReadOnlyList<LeaseRef> leases, CancellationToken ct) =>
         Retry.OnDeadlockAsync(async c =>
         {
             var now = clock.GetUtcNow().UtcDateTime;
+            var ids = leases.Select(l => l.ItemId).Distinct().ToList();
             await using var conn = await db.OpenConnectionAsync(c);
-            await using var tx = await conn.BeginReadCommittedAsync(c);
-            var rows = (await conn.QueryAsync<FinishRow>(new CommandDefinition(ClaimSql.LockItemsForFinish,
-                new { Ids = leases.Select(l => l.ItemId).Distinct().ToList() }, tx, cancellationToken: c))).ToDictionary(r => r.Id);
-            var outcomes = new FinishOutcome[leases.Count];
-            var done = new HashSet<long>();
-            var perJob = new Dictionary<long, int>();
-            for (var i = 0; i < leases.Count; i++)
+            var tx = new ClaimTransaction(conn);
+            try
             {
-                var l = leases[i];
-                if (!rows.TryGetValue(l.ItemId, out var row))
+                var rows = await LockForFinishAsync(tx, ids, c);
+                var outcomes = new FinishOutcome[leases.Count];
+                var done = new HashSet<long>();
+                var perJob = new Dictionary<long, int>();
+                for (var i = 0; i < leases.Count; i++)
                 {
-                    outcomes[i] = FinishOutcome.NotFound;
+                    var l = leases[i];
+                    if (!rows.TryGetValue(l.ItemId, out var row))
+                    {
+                        outcomes[i] = FinishOutcome.NotFound;
+                    }
+                    else if (!row.IsLiveLease(l.Token, now) || !done.Add(row.Id))
+                    {
+                        outcomes[i] = FinishOutcome.Stale;
+                    }
+                    else
+                    {
+                        outcomes[i] = FinishOutcome.Done;
+                        perJob[row.JobId] = perJob.GetValueOrDefault(row.JobId) + 1;
+                    }
                 }
-                else if (!row.IsLiveLease(l.Token, now) || !done.Add(row.Id))
-                {
-                    outcomes[i] = FinishOutcome.Stale;
-                }
-                else
-                {
-                    outcomes[i] = FinishOutcome.Done;
-                    perJob[row.JobId] = perJob.GetValueOrDefault(row.JobId) + 1;
-                }
+                var (byTenant, dry) = done.Count > 0 ? await WriteCompletionsAsync(tx, done, perJob, now, c) : ([], []);
+                await tx.CommitAsync(c);
+                handouts?.Finished(done);
+                janitor.RanDry(dry);
+                return (outcomes, byTenant);
             }
-            var (byTenant, dry) = done.Count > 0 ? await WriteCompletionsAsync(conn, tx, done, perJob, now, c) : ([], []);
-            await tx.CommitAsync(c);
-            janitor.RanDry(dry);
-            return (outcomes, byTenant);
+            catch
+            {
+                await tx.RollbackAsync();
+                throw;
+            }
         }, ct);
 
+    /// <summary>The items' rows, locked, by the statement that begins the transaction.</summary>
+    private static async Task<Dictionary<long, FinishRow>> LockForFinishAsync(ClaimTransaction tx, List<long> ids, CancellationToken ct)
+    {
+        await using var cmd = new MySqlCommand(ClaimSql.LockItemsForFinish(ids.Count), tx.Connection);
+        cmd.Parameters.AddNumbered("@i", ids);
+        tx.BeginWith(cmd);
+        await using var reader = await cmd.ExecuteReaderAsync(ct);
+        var parse = reader.GetRowParser<FinishRow>();
+        var rows = new Dictionary<long, FinishRow>(ids.Count);
+        while (await reader.ReadAsync(ct))
+        {
+            var row = parse(reader);
+            rows[row.Id] = row;
+        }
+        return rows;
+    }
+
     /// <summary>
-    /// One round trip and three statements for the items, every job's counters and the jobs after: a batch of
-    /// completions costs the same however many items and jobs it spans. Lanes of jobs that ran dry go after the commit (<see cref="LaneJanitor"/>),
-    /// so a completion never waits on a lane a rewrite holds.
+    /// One round trip and three statements for the items, every job's counters and the jobs after, then the COMMIT: a
+    /// batch of completions costs the same however many items and jobs it spans. Lanes of jobs that ran dry go after the
+    /// commit (<see cref="LaneJanitor"/>), so a completion never waits on a lane a rewrite holds.
     /// </summary>
-    private static async Task<(Dictionary<long, int> ByTenant, List<long> Dry)> WriteCompletionsAsync(MySqlConnection conn, MySqlTransaction tx,
+    private static async Task<(Dictionary<long, int> ByTenant, List<long> Dry)> WriteCompletionsAsync(ClaimTransaction tx,
         IEnumerable<long> done, Dictionary<long, int> perJob, DateTime now, CancellationToken ct)
     {
         var byTenant = new Dictionary<long, int>();
         var dry = new List<long>();
-        await using var batch = new MySqlBatch(conn, tx);
+        await using var batch = new MySqlBatch(tx.Connection);
         foreach (var ids in done.Chunk(SqlRows.CaseRowsPerStatement))
         {
             var items = new MySqlBatchCommand(ClaimSql.CompleteItems(ids.Length));
@@ -131,6 +163,7 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
             batch.BatchCommands.Add(counts);
             batch.BatchCommands.Add(after);
         }
+        tx.CommitWith(batch);
         await using var reader = await batch.ExecuteReaderAsync(ct);
         var parse = reader.GetRowParser<JobTenant>();
         do
@@ -170,7 +203,7 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
             }
             var job = await conn.QuerySingleAsync<JobStateRow>(new CommandDefinition(ClaimSql.JobStateAndTenant, new { row.JobId }, tx, cancellationToken: c));
             var max = await conn.ExecuteScalarAsync<int>(new CommandDefinition(ClaimSql.MaxAttemptsOfJob, new { row.JobId }, tx, cancellationToken: c));
-            await conn.ExecuteAsync(new CommandDefinition(ClaimSql.RecordError, new { row.Id, Attempt = row.Attempts, Error = error, Now = now }, tx, cancellationToken: c));
+            await conn.ExecuteAsync(new CommandDefinition(ClaimSql.RecordError, new { row.Id, row.Attempt, Error = error, Now = now }, tx, cancellationToken: c));
             var dead = false;
             if (job.State == JobStates.Cancelled)
             {
@@ -178,7 +211,7 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
                 await conn.ExecuteAsync(new CommandDefinition(ClaimSql.CancelItem, new { row.Id, Error = error, Now = now }, tx, cancellationToken: c));
                 await JobCounters.CountFinishedAsync(conn, tx, row.JobId, new(Cancelled: 1), now, c);
             }
-            else if (!retry || row.Attempts >= max)
+            else if (!retry || row.Attempt >= max)
             {
                 dead = true;
                 await conn.ExecuteAsync(new CommandDefinition(ClaimSql.KillItem, new { row.Id, Error = error, Now = now }, tx, cancellationToken: c));
@@ -186,11 +219,12 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
             }
             else
             {
-                var due = now + Backoff(row.Attempts);
+                var due = now + Backoff(row.Attempt);
                 await conn.ExecuteAsync(new CommandDefinition(ClaimSql.RetryItem, new { row.Id, Error = error, Due = due, Now = now }, tx, cancellationToken: c));
                 await conn.ExecuteAsync(new CommandDefinition(ClaimSql.LowerLaneHint, new { row.JobId, row.Task, At = due }, tx, cancellationToken: c));
             }
             await tx.CommitAsync(c);
+            handouts?.Finished([row.Id]);
             if (!dead)
             {
                 floors?.Drop(row.JobId, row.Task);
@@ -214,6 +248,7 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
             new { Id = lease.ItemId, lease.Token, Expires = expires, Worker = worker, Now = now }, cancellationToken: ct));
         if (changed > 0)
         {
+            handouts?.Finished([lease.ItemId]);
             return (FinishOutcome.Done, expires);
         }
         return (await ExistsAsync(conn, lease.ItemId, ct) ? FinishOutcome.Stale : FinishOutcome.NotFound, default);
@@ -253,8 +288,15 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
 
     private sealed record JobStateRow(sbyte State, long TenantId);
 
-    private sealed record FinishRow(long Id, long JobId, string Task, sbyte State, byte[]? LeaseToken, DateTime DueAt, int Attempts, string? Worker)
+    private sealed record FinishRow(long Id, long JobId, string Task, sbyte State, byte[]? LeaseToken, DateTime DueAt, int Attempts, string? Worker,
+        DateTime? LeaseExpiresAt)
     {
+        /// <summary>
+        /// This lease's attempt: a lease handed out from the claim-ahead buffer and not written down yet is still a
+        /// reservation in the row, whose attempt the finishing statement counts (<see cref="ClaimSql.AttemptOfHandout"/>).
+        /// </summary>
+        public int Attempt => LeaseExpiresAt is null ? Attempts + 1 : Attempts;
+
         /// <summary>Leased, by this token, and not expired: anything else is a stale or foreign lease.</summary>
         public bool IsLiveLease(byte[] token, DateTime now) =>
             State == ItemStates.Leased && LeaseToken is not null && CryptographicOperations.FixedTimeEquals(LeaseToken, token) && DueAt > now;

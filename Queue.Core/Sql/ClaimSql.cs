@@ -81,32 +81,48 @@ public static class ClaimSql
         : $"IF(id IN ({string.Join(", ", expired.Select(k => SqlRows.Parameter("@i", k)))}), 'lease expired', last_error)";
 
     /// <summary>
-    /// Claim-ahead: holds one item for this process under a short reservation (lease_expires_at stays NULL, which marks
-    /// it as not yet handed out). A crashed process's reservations fall due within seconds and are reclaimed without
-    /// counting a failed attempt.
+    /// Claim-ahead: holds <paramref name="count"/> items for this process under a short reservation in one statement
+    /// (PRIMARY, point ranges; lease_expires_at stays NULL, which marks an item not yet handed out): row k's id, token and
+    /// reservation expiry are <c>@i</c>k, <c>@t</c>k and <c>@u</c>k. A crashed process's reservations fall due within
+    /// seconds and are reclaimed without counting a failed attempt; the rows in <paramref name="expired"/> were
+    /// expired leases and record "lease expired".
     /// </summary>
-    public const string ReserveItem = """
+    public static string ReserveItems(int count, IReadOnlyCollection<int> expired) => $"""
         UPDATE items
-        SET state = 1, lease_token = @Token, lease_expires_at = NULL, due_at = @Until, worker = NULL,
-            last_error = IF(@Expired, 'lease expired', last_error), updated_at = @Now
-        WHERE id = @Id
+        SET state = 1,
+            lease_token = CASE id {SqlRows.Join("WHEN @i# THEN @t#", count, " ")} END,
+            lease_expires_at = NULL,
+            due_at = CASE id {SqlRows.Join("WHEN @i# THEN @u#", count, " ")} END,
+            worker = NULL,
+            last_error = {ExpiredError(expired)},
+            updated_at = @Now
+        WHERE id IN ({SqlRows.Join("@i#", count, ", ")})
         """;
 
     /// <summary>
-    /// Hands out a reserved item: only while the reservation is still ours and live, and its lane is neither blocked
-    /// nor removed (a cancel removes lanes), so a reservation never outlives a block or a cancel.
+    /// Writes down, after the answer, the leases that /next handed out straight from the claim-ahead buffer
+    /// (<see cref="Claims.HandoutLog"/>), <paramref name="count"/> rows in one statement (PRIMARY, point ranges): row k's
+    /// id, token, worker's expiry and worker are <c>@i</c>k, <c>@t</c>k, <c>@u</c>k and <c>@w</c>k. Only a reservation
+    /// still held by that token is touched: one that was completed, failed or extended first has already counted its
+    /// attempt (<see cref="AttemptOfHandout"/>), and one lost to another claim is that claim's.
     /// </summary>
-    public const string ConfirmReservation = """
-        UPDATE items i JOIN ordering o ON o.job_id = i.job_id AND o.task = i.task AND o.blocked = 0
-        SET i.attempts = i.attempts + 1, i.lease_expires_at = @Expires, i.due_at = @Expires, i.worker = @Worker,
-            i.updated_at = @Now
-        WHERE i.id = @Id AND i.lease_token = @Token AND i.state = 1 AND i.lease_expires_at IS NULL AND i.due_at > @Now
+    public static string WriteHandouts(int count) => $"""
+        UPDATE items
+        SET attempts = attempts + 1,
+            lease_expires_at = CASE id {SqlRows.Join("WHEN @i# THEN @u#", count, " ")} END,
+            due_at = lease_expires_at,
+            worker = CASE id {SqlRows.Join("WHEN @i# THEN @w#", count, " ")} END,
+            updated_at = @Now
+        WHERE id IN ({SqlRows.Join("@i#", count, ", ")}) AND state = 1 AND lease_expires_at IS NULL
+          AND lease_token = CASE id {SqlRows.Join("WHEN @i# THEN @t#", count, " ")} END
         """;
 
-    /// <summary>Which of these items are leased out to a worker (not merely reserved), and under which token.</summary>
-    public const string ConfirmedLeases = """
-        SELECT id AS Id, lease_token AS LeaseToken FROM items WHERE id IN @Ids AND state = 1 AND lease_expires_at IS NOT NULL
-        """;
+    /// <summary>
+    /// The first SET clause of every statement that finishes or extends a lease: a reservation finished by its token
+    /// was handed out from the buffer and its lease not written down yet (<see cref="WriteHandouts"/>), so its attempt
+    /// counts here. Single-table SET clauses apply left to right, so this must come before lease_expires_at changes.
+    /// </summary>
+    public const string AttemptOfHandout = "attempts = attempts + (lease_expires_at IS NULL)";
 
     /// <summary>Gives back a reservation that was never handed out: ready again at once, nothing counted.</summary>
     public const string ReleaseReservation = """
@@ -114,9 +130,12 @@ public static class ClaimSql
         WHERE id = @Id AND lease_token = @Token AND state = 1 AND lease_expires_at IS NULL
         """;
 
-    /// <summary>Gives back a lease that was claimed for a caller who left before it was handed out: as if never claimed.</summary>
+    /// <summary>
+    /// Gives back a lease that was claimed for a caller who left before it was handed out: as if never claimed. A lease
+    /// handed out from the buffer and not written down yet is still a reservation in the row, and counted no attempt.
+    /// </summary>
     public const string ReleaseLease = """
-        UPDATE items SET state = 0, attempts = attempts - 1, lease_token = NULL, lease_expires_at = NULL, worker = NULL,
+        UPDATE items SET state = 0, attempts = attempts - (lease_expires_at IS NOT NULL), lease_token = NULL, lease_expires_at = NULL, worker = NULL,
             due_at = @Now, updated_at = @Now
         WHERE id = @Id AND lease_token = @Token AND state = 1
         """;
@@ -191,15 +210,16 @@ public static class ClaimSql
 
     // ---- Finishing: complete, fail, dead, extend, document.
 
-    public const string LockItemsForFinish = """
+    /// <summary>A completion's <paramref name="count"/> items (<c>@i</c>k), locked (PRIMARY).</summary>
+    public static string LockItemsForFinish(int count) => $"""
         SELECT id AS Id, job_id AS JobId, task AS Task, state AS State, lease_token AS LeaseToken, due_at AS DueAt,
-               attempts AS Attempts, worker AS Worker
-        FROM items WHERE id IN @Ids FOR UPDATE
+               attempts AS Attempts, worker AS Worker, lease_expires_at AS LeaseExpiresAt
+        FROM items WHERE id IN ({SqlRows.Join("@i#", count, ", ")}) FOR UPDATE
         """;
 
     public const string LockItemForFinish = """
         SELECT id AS Id, job_id AS JobId, task AS Task, state AS State, lease_token AS LeaseToken, due_at AS DueAt,
-               attempts AS Attempts, worker AS Worker
+               attempts AS Attempts, worker AS Worker, lease_expires_at AS LeaseExpiresAt
         FROM items WHERE id = @Id FOR UPDATE
         """;
 
@@ -208,24 +228,24 @@ public static class ClaimSql
     /// sent eight statements here.
     /// </summary>
     public static string CompleteItems(int count) => $"""
-        UPDATE items SET state = 2, lease_token = NULL, lease_expires_at = NULL, due_at = @Now, updated_at = @Now
+        UPDATE items SET {AttemptOfHandout}, state = 2, lease_token = NULL, lease_expires_at = NULL, due_at = @Now, updated_at = @Now
         WHERE id IN ({SqlRows.Join("@i#", count, ", ")})
         """;
 
-    public const string KillItem = """
-        UPDATE items SET state = 3, lease_token = NULL, lease_expires_at = NULL, last_error = @Error, due_at = @Now,
+    public const string KillItem = $"""
+        UPDATE items SET {AttemptOfHandout}, state = 3, lease_token = NULL, lease_expires_at = NULL, last_error = @Error, due_at = @Now,
             updated_at = @Now
         WHERE id = @Id
         """;
 
-    public const string CancelItem = """
-        UPDATE items SET state = 4, lease_token = NULL, lease_expires_at = NULL, last_error = @Error, due_at = @Now,
+    public const string CancelItem = $"""
+        UPDATE items SET {AttemptOfHandout}, state = 4, lease_token = NULL, lease_expires_at = NULL, last_error = @Error, due_at = @Now,
             updated_at = @Now
         WHERE id = @Id
         """;
 
-    public const string RetryItem = """
-        UPDATE items SET state = 0, lease_token = NULL, lease_expires_at = NULL, last_error = @Error, due_at = @Due,
+    public const string RetryItem = $"""
+        UPDATE items SET {AttemptOfHandout}, state = 0, lease_token = NULL, lease_expires_at = NULL, last_error = @Error, due_at = @Due,
             updated_at = @Now
         WHERE id = @Id
         """;
@@ -282,8 +302,8 @@ public static class ClaimSql
 
     public const string JobStateAndTenant = "SELECT state AS State, tenant_id AS TenantId FROM jobs WHERE id = @JobId";
 
-    public const string ExtendLease = """
-        UPDATE items SET lease_expires_at = @Expires, due_at = @Expires, worker = COALESCE(@Worker, worker), updated_at = @Now
+    public const string ExtendLease = $"""
+        UPDATE items SET {AttemptOfHandout}, lease_expires_at = @Expires, due_at = @Expires, worker = COALESCE(@Worker, worker), updated_at = @Now
         WHERE id = @Id AND lease_token = @Token AND state = 1 AND due_at > @Now
         """;
 

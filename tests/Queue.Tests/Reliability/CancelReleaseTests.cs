@@ -25,8 +25,8 @@ public sealed class CancelReleaseTests(ApiFixture fx) : IClassFixture<ApiFixture
         })).GetProperty("id").GetInt64();
         var engine = fx.Api.Services.GetRequiredService<ClaimEngine>();
         var now = DateTime.UtcNow;
-        var held = (await engine.ClaimAsync([new ClaimOrder(["text"], [],
-            [new ClaimSlot(reservation ? null : "w", now.AddMinutes(5), reservation), new ClaimSlot(reservation ? null : "w", now.AddMinutes(5), reservation)])], default))[0].ForSlots;
+        var held = (await engine.ClaimAsync([new ClaimOrder(["text"],
+            [new ClaimSlot(reservation ? null : "w", now.AddMinutes(5), reservation), new ClaimSlot(reservation ? null : "w", now.AddMinutes(5), reservation)])], default))[0];
         Assert.Equal(2, held.Count);
 
         (await http.DeleteAsync(U($"/jobs/{job}"))).EnsureSuccessStatusCode(); // the ready item is cancelled; the two held are not

@@ -31,9 +31,9 @@ public sealed class ClaimHintTests(ApiFixture fx) : IClassFixture<ApiFixture>
         var expires = DateTime.UtcNow.AddMinutes(5);
         var slots = Enumerable.Range(0, 3).Select(k => new ClaimSlot($"w{k}", expires, false)).ToList();
         // Waiting for the held lane would take the server's lock wait timeout (5 s) and fail the claim.
-        var claimed = await engine.ClaimAsync([new ClaimOrder(["text"], [], slots)], default).WaitAsync(TimeSpan.FromSeconds(3));
+        var claimed = await engine.ClaimAsync([new ClaimOrder(["text"], slots)], default).WaitAsync(TimeSpan.FromSeconds(3));
 
-        Assert.Equal([hinted, held], claimed[0].ForSlots.Select(t => t.JobId).Order());
+        Assert.Equal([hinted, held], claimed[0].Select(t => t.JobId).Order());
         Assert.True(await HintAsync(hinted) > DateTime.UtcNow.AddMinutes(4), "the emptied lane is hidden until its lease expires");
         Assert.Equal(heldBefore, await HintAsync(held));
         Assert.Null(await HintAsync(dry));

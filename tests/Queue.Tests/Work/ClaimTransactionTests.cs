@@ -23,7 +23,7 @@ public sealed class ClaimTransactionTests(ApiFixture fx) : IClassFixture<ApiFixt
         var slot = new ClaimSlot("w", DateTime.UtcNow.AddMinutes(5), false);
 
         var failing = new ClaimEngine(db, new FailsAfterLocking(), TimeProvider.System, new ClaimCounters());
-        var ex = await Assert.ThrowsAsync<InvalidOperationException>(() => failing.ClaimAsync([new ClaimOrder(["text"], [], [slot])], default));
+        var ex = await Assert.ThrowsAsync<InvalidOperationException>(() => failing.ClaimAsync([new ClaimOrder(["text"], [slot])], default));
         Assert.Equal(FailsAfterLocking.Message, ex.Message);
 
         await using (var other = await fx.DataSource.OpenConnectionAsync())
@@ -34,8 +34,8 @@ public sealed class ClaimTransactionTests(ApiFixture fx) : IClassFixture<ApiFixt
             Assert.Equal(0, state);
         }
         var claimed = await new ClaimEngine(db, new SeedLaneSelector(), TimeProvider.System, new ClaimCounters())
-            .ClaimAsync([new ClaimOrder(["text"], [], [slot])], default);
-        Assert.Equal(job, Assert.Single(claimed[0].ForSlots).JobId);
+            .ClaimAsync([new ClaimOrder(["text"], [slot])], default);
+        Assert.Equal(job, Assert.Single(claimed[0]).JobId);
         Assert.Equal(1, await fx.CountAsync("SELECT COUNT(*) FROM items WHERE job_id = @job AND state = 1", new { job }));
     }
 

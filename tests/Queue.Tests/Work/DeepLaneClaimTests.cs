@@ -34,10 +34,10 @@ public sealed class DeepLaneClaimTests(ApiFixture fx) : IClassFixture<ApiFixture
         var slot = new ClaimSlot("w", DateTime.UtcNow.AddMinutes(5), false);
 
         var before = await IndexReadsAsync(db);
-        var claimed = await engine.ClaimAsync([new ClaimOrder(["text"], [], [slot])], default);
+        var claimed = await engine.ClaimAsync([new ClaimOrder(["text"], [slot])], default);
         var reads = await IndexReadsAsync(db) - before;
 
-        Assert.Equal(job, Assert.Single(claimed[0].ForSlots).JobId);
+        Assert.Equal(job, Assert.Single(claimed[0]).JobId);
         // Reading the lane whole to find its next due time costs at least one read per item (20,000).
         Assert.True(reads < 1_000, $"the claim read {reads} index entries from a lane of {Depth + 1} items");
     }

@@ -1,0 +1,99 @@
+using System.Net;
+using System.Text.Json;
+using Dapper;
+
+namespace Queue.Tests.Work;
+
+/// <summary>/next answered from the claim-ahead buffer with no transaction, its lease written down after the answer.</summary>
+public sealed class HandoutTests(HandoutFixture fx) : IClassFixture<HandoutFixture>
+{
+    [Fact]
+    public async Task A_lease_served_from_memory_is_a_reservation_in_its_row_until_it_is_written_down_with_the_workers_name_expiry_and_attempt()
+    {
+        var (item, task) = await ServedFromMemoryAsync("written", lease: 120);
+        var id = item.GetProperty("id").GetInt64();
+
+        var before = await RowAsync(id);
+        Assert.Null(before.LeaseExpiresAt);
+        Assert.Equal(0, before.Attempts);
+        Assert.Equal(1, item.GetProperty("attempt").GetInt32());
+
+        Assert.True(await Eventually.HoldsAsync(async () => (await RowAsync(id)).LeaseExpiresAt is not null, TimeSpan.FromSeconds(10)));
+        var after = await RowAsync(id);
+        Assert.Equal(1, after.State);
+        Assert.Equal(1, after.Attempts);
+        Assert.Equal($"{task}-worker", after.Worker);
+        Assert.Equal(fx.Now.AddSeconds(120), after.LeaseExpiresAt!.Value, TimeSpan.FromSeconds(1));
+        Assert.Equal(after.LeaseExpiresAt.Value, after.DueAt);
+        Assert.Equal(after.LeaseExpiresAt.Value, item.GetProperty("leaseExpiresAt").GetDateTime().ToUniversalTime(), TimeSpan.FromMilliseconds(1));
+    }
+
+    [Fact]
+    public async Task A_lease_served_from_memory_and_completed_before_its_write_counts_one_attempt_and_stays_done()
+    {
+        var (item, _) = await ServedFromMemoryAsync("completed", lease: 60);
+        var id = item.GetProperty("id").GetInt64();
+        using var worker = fx.Worker();
+
+        using (var r = await WorkFixture.FinishAsync(worker, item, "complete"))
+        {
+            Assert.Equal(HttpStatusCode.NoContent, r.StatusCode);
+        }
+
+        await Task.Delay(3 * HandoutFixture.FlushMilliseconds);
+        var row = await RowAsync(id);
+        Assert.Equal(2, row.State);
+        Assert.Equal(1, row.Attempts);
+        Assert.Null(row.LeaseExpiresAt);
+        using var again = await WorkFixture.FinishAsync(worker, item, "complete");
+        Assert.Equal(HttpStatusCode.Conflict, again.StatusCode);
+    }
+
+    [Fact]
+    public async Task A_lease_served_from_memory_and_failed_before_its_write_records_attempt_one_and_is_retried_later()
+    {
+        var (item, _) = await ServedFromMemoryAsync("failed", lease: 60);
+        var id = item.GetProperty("id").GetInt64();
+        using var worker = fx.Worker();
+
+        using (var r = await WorkFixture.FinishAsync(worker, item, "fail",
+            new { leaseToken = item.GetProperty("leaseToken").GetString(), error = "boom", retry = true }))
+        {
+            Assert.Equal(HttpStatusCode.NoContent, r.StatusCode);
+        }
+
+        await Task.Delay(3 * HandoutFixture.FlushMilliseconds);
+        var row = await RowAsync(id);
+        Assert.Equal(0, row.State);
+        Assert.Equal(1, row.Attempts);
+        Assert.True(row.DueAt > fx.Now);
+        Assert.Equal(1, await fx.ScalarAsync<int>("SELECT attempt FROM item_errors WHERE item_id = @Id", new { Id = id }));
+    }
+
+    /// <summary>
+    /// A job of its own task, two /next calls that teach the process the demand and fill the buffer, then a third that
+    /// the buffer serves; checks that the third answer came from memory (its row is still a reservation).
+    /// </summary>
+    private async Task<(JsonElement Item, string Task)> ServedFromMemoryAsync(string task, int lease)
+    {
+        var (tenant, _) = await fx.NewCustomerAsync();
+        await fx.NewJobAsync(tenant.Id, 10, [task]);
+        using var worker = fx.Worker();
+        var body = new { worker = $"{task}-worker", tasks = new[] { task }, max = 1, lease };
+        Assert.Single(await WorkFixture.ClaimAsync(worker, body));
+        Assert.Single(await WorkFixture.ClaimAsync(worker, body));
+        var item = Assert.Single(await WorkFixture.ClaimAsync(worker, body));
+        Assert.Null((await RowAsync(item.GetProperty("id").GetInt64())).LeaseExpiresAt);
+        return (item, task);
+    }
+
+    private async Task<Row> RowAsync(long id)
+    {
+        await using var conn = await fx.DataSource.OpenConnectionAsync();
+        return await conn.QuerySingleAsync<Row>(
+            "SELECT state AS State, attempts AS Attempts, worker AS Worker, lease_expires_at AS LeaseExpiresAt, due_at AS DueAt FROM items WHERE id = @Id",
+            new { Id = id });
+    }
+
+    private sealed record Row(sbyte State, int Attempts, string? Worker, DateTime? LeaseExpiresAt, DateTime DueAt);
+}
