@@ -6,11 +6,13 @@ using Queue.Core.Hosting;
 namespace Queue.Core.Claims;
 
 /// <summary>
-/// Groups concurrent /next calls into one claim transaction (and, when <see cref="ClaimOptions.Prefetch"/> is on,
-/// claims ahead into memory under a short reservation). A lease always goes to exactly one caller: an item is written
-/// with the caller's own token in the transaction that hands it out, and items whose caller left before the answer
-/// are given back. The transaction itself is <see cref="ClaimEngine"/>'s; this class only decides who gets what.
-/// See docs/DESIGN.md "Claims".
+/// Groups concurrent /next calls into one claim transaction, and for a busy task filter claims ahead into memory
+/// under a short reservation and answers /next from there with no transaction (<see cref="ClaimOptions.Prefetch"/>).
+/// A lease always goes to exactly one caller: a reserved item leaves the buffer once, to one caller, under the
+/// reservation's token, and its lease is written down after the answer (<see cref="HandoutLog"/>); an item taken by a
+/// transaction is written with the caller's own token; items whose caller left before the answer are given back. The
+/// transaction itself is <see cref="ClaimEngine"/>'s; this class only decides who gets what. See docs/DESIGN.md
+/// "Claims" and "Handouts from memory".
 /// </summary>
 public sealed partial class ClaimDispatcher
 {

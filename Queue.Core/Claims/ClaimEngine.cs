@@ -1,7 +1,5 @@
-using Dapper;
 using MySqlConnector;
 using Queue.Core.Data;
-using Queue.Core.Sql;
 
 namespace Queue.Core.Claims;
 

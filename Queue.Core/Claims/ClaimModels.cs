@@ -1,5 +1,3 @@
-using System.Security.Cryptography;
-
 namespace Queue.Core.Claims;
 
 /// <summary>A worker's /next, validated.</summary>
@@ -22,9 +20,6 @@ public sealed record TakenItem(long Id, long JobId, long TenantId, long Document
     public string DocumentName { get; set; } = "";
 
     public string ContentType { get; set; } = "";
-
-    /// <summary>Whether <paramref name="token"/> is this item's lease token (constant time: tokens are secrets).</summary>
-    public bool HasToken(byte[]? token) => token is not null && CryptographicOperations.FixedTimeEquals(token, Token);
 }
 
 /// <summary>One task filter's share of a claim transaction: the slots to fill, workers' leases first, then reservations.</summary>
