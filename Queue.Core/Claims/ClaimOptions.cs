@@ -11,7 +11,7 @@ public sealed class ClaimOptions
     /// buffer is refilled in the background. 0 turns claim-ahead off: every /next is then served by the grouped claim
     /// transaction it joins. docs/DESIGN.md "Handouts from memory".
     /// </summary>
-    public int Prefetch { get; set; } = 64;
+    public int Prefetch { get; set; } = 256;
 
     /// <summary>How long a claimed-ahead item is reserved in the database. If the process dies, it is claimable again after this.</summary>
     public int ReservationSeconds { get; set; } = 10;
