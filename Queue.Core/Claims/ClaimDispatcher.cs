@@ -173,12 +173,32 @@ public sealed partial class ClaimDispatcher
         {
             return false;
         }
-        foreach (var t in items.GroupBy(t => t.TenantId))
-        {
-            stats.Claimed(t.Key, w.Request.Worker, t.Count());
-        }
+        CountClaimed(w.Request.Worker, items);
         w.Result.TrySetResult(items);
         return true;
+    }
+
+    private void CountClaimed(string? worker, IReadOnlyList<TakenItem> items)
+    {
+        foreach (var t in items.GroupBy(t => t.TenantId))
+        {
+            stats.Claimed(t.Key, worker, t.Count());
+        }
+    }
+
+    /// <summary>
+    /// A flush of <paramref name="ahead"/>'s filter with no caller (it refills the buffer and gives back what went
+    /// stale), unless one is queued already: at most one per filter, so it is queued without the callers' bound.
+    /// Under <see cref="gate"/>.
+    /// </summary>
+    private static Waiter? RefillOnce(ClaimAhead ahead)
+    {
+        if (ahead.RefillQueued)
+        {
+            return null;
+        }
+        ahead.RefillQueued = true;
+        return new Waiter(new ClaimRequest(null, ahead.Tasks, 0, 0)) { Refill = true };
     }
 
     /// <summary>
@@ -342,10 +362,9 @@ public sealed partial class ClaimDispatcher
                     continue;
                 }
                 DropStale(ahead, tick);
-                if (ahead.Stale.Count > 0 && !ahead.RefillQueued)
+                if (ahead.Stale.Count > 0 && RefillOnce(ahead) is { } refill)
                 {
-                    ahead.RefillQueued = true;
-                    tidy.Add(new Waiter(new ClaimRequest(null, ahead.Tasks, 0, 0)) { Refill = true });
+                    tidy.Add(refill);
                 }
                 if (ahead.Buffer.Count == 0 && tick - ahead.LastFlush >= hold)
                 {
@@ -393,30 +412,15 @@ public sealed partial class ClaimDispatcher
             {
                 return null;
             }
-            if (!ahead.RefillQueued && ahead.InFlight == 0 && ahead.Target > 0 && ahead.Buffer.Count * 2 <= ahead.Target)
+            if (ahead.InFlight == 0 && ahead.Target > 0 && ahead.Buffer.Count * 2 <= ahead.Target)
             {
-                ahead.RefillQueued = true;
-                refill = new Waiter(new ClaimRequest(null, ahead.Tasks, 0, 0)) { Refill = true };
+                refill = RefillOnce(ahead);
             }
         }
-        foreach (var t in given.GroupBy(t => t.TenantId))
-        {
-            stats.Claimed(t.Key, request.Worker, t.Count());
-        }
+        CountClaimed(request.Worker, given);
         if (refill is not null)
         {
-            try
-            {
-                queue.Enqueue(refill);
-            }
-            catch (ServiceBusyException)
-            {
-                // Callers already fill the queue: their own transactions claim ahead for them.
-                lock (gate)
-                {
-                    Ahead(request.Key, request.Tasks).RefillQueued = false;
-                }
-            }
+            queue.Requeue(refill);
         }
         return given;
     }

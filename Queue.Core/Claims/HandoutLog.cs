@@ -21,18 +21,6 @@ public sealed class HandoutLog(MySqlDataSource db, TimeProvider clock, IOptions<
     private readonly Lock gate = new();
     private readonly Dictionary<long, Entry> pending = [];
 
-    /// <summary>Handouts not written yet.</summary>
-    public int Pending
-    {
-        get
-        {
-            lock (gate)
-            {
-                return pending.Count;
-            }
-        }
-    }
-
     public void Add(TakenItem item, string? worker)
     {
         lock (gate)
