@@ -21,6 +21,12 @@ public sealed class OrderingOptions
     /// </summary>
     public long RewriteMemoryBytes { get; set; } = 256L * 1024 * 1024;
 
+    /// <summary>
+    /// Jobs whose lanes one statement of the rewrite writes. The rewrite writes the slice at the tail of the claim order
+    /// first and the head last, so claims keep emptying, hinting and removing the head lanes while it runs.
+    /// </summary>
+    public int RewriteSliceJobs { get; set; } = 4096;
+
     public const string Seed = "seed";
 
     public const string TenantFair = "tenant-fair";
@@ -58,6 +64,7 @@ public sealed class OrderingOptionsRules() : OptionsRules<OrderingOptions>("Orde
         (nameof(o.Period), o.Period >= TimeSpan.FromSeconds(1) && o.Period <= TimeSpan.FromDays(1), "must be 1 second to 1 day"),
         (nameof(o.Policy), o.Policy is OrderingOptions.Seed or OrderingOptions.TenantFair, $"must be {OrderingOptions.Seed} or {OrderingOptions.TenantFair}"),
         (nameof(o.TimeZone), OrderingOptions.TryZone(o.TimeZone) is not null, "must be a known time zone id"),
+        (nameof(o.RewriteSliceJobs), o.RewriteSliceJobs is >= 1 and <= 1_000_000, "must be 1 to 1000000"),
         (nameof(o.RewriteMemoryBytes), o.RewriteMemoryBytes is >= 16_384 and <= 1L << 32, "must be 16384 to 4294967296"),
     ];
 }

@@ -34,8 +34,10 @@ public static class RewriteSql
           value     BIGINT      NOT NULL,
           mode      VARCHAR(16) CHARACTER SET ascii NOT NULL,
           seen_mode VARCHAR(16) CHARACTER SET ascii NOT NULL,
+          slice     INT         NOT NULL,
           PRIMARY KEY (job_id),
-          KEY (has_work)
+          KEY (has_work),
+          KEY (slice) USING BTREE
         """;
 
     /// <summary>
@@ -45,13 +47,15 @@ public static class RewriteSql
     /// Each is stored in the rewrite's new band (@BandBase, <see cref="Ordering.OrderingBand"/>).
     /// Jobs that are cancelled or have no work left are kept with has_work = 0 so their lanes can be removed.
     /// seen_mode is the lanes' mode as this snapshot saw it, to detect overrides applied or cleared meanwhile.
+    /// slice numbers the jobs in @SliceJobs from the tail of the claim order as this snapshot saw it (blocked jobs first,
+    /// then by stored value and job id, descending), so <see cref="ApplyValues"/> writes the head of the walk last.
     /// STRAIGHT_JOIN keeps the lanes' GROUP BY materialised first: with it joined after jobs, MariaDB 10.11.19 chose a
     /// split ("LATERAL DERIVED") plan at 1M jobs that returned no row at all, so the rewrite ranked nothing and left
     /// every value as it was (found by `Queue.Bench rewrite --jobs 1000000`; optimizer_switch split_materialized=off
     /// gave the right rows, as does this join order).
     /// </summary>
     public const string FillValues = """
-        INSERT INTO rewrite_values (job_id, has_work, value, mode, seen_mode)
+        INSERT INTO rewrite_values (job_id, has_work, value, mode, seen_mode, slice)
         SELECT r.job_id, r.has_work,
                CASE WHEN r.has_work = 0 THEN 0
                     WHEN r.priority IS NOT NULL THEN @BandBase + r.priority
@@ -60,16 +64,17 @@ public static class RewriteSql
                CASE WHEN r.has_work = 0 THEN ''
                     WHEN r.priority IS NOT NULL THEN 'override'
                     ELSE @Mode END,
-               r.seen_mode
+               r.seen_mode,
+               (ROW_NUMBER() OVER (ORDER BY r.blocked DESC, r.seen_value DESC, r.job_id DESC) - 1) DIV @SliceJobs
         FROM (
           SELECT j.id AS job_id,
                  IF(j.state <> 3 AND j.items_total - j.items_done - j.items_dead - j.items_cancelled > 0, 1, 0) AS has_work,
                  j.items_total - j.items_done - j.items_dead - j.items_cancelled AS remaining,
-                 o.priority, l.seen_mode,
+                 o.priority, l.seen_mode, l.seen_value, l.blocked,
                  ROW_NUMBER() OVER (
                    PARTITION BY IF(j.state <> 3 AND j.items_total - j.items_done - j.items_dead - j.items_cancelled > 0, 1, 0)
                    ORDER BY j.id) AS age_rank
-          FROM (SELECT job_id, MIN(mode) AS seen_mode FROM ordering GROUP BY job_id) l
+          FROM (SELECT job_id, MIN(mode) AS seen_mode, MIN(value) AS seen_value, MAX(blocked) AS blocked FROM ordering GROUP BY job_id) l
           STRAIGHT_JOIN jobs j ON j.id = l.job_id
           LEFT JOIN (
             SELECT ov.job_id, ov.priority
@@ -94,22 +99,28 @@ public static class RewriteSql
         """;
 
     /// <summary>
-    /// Writes the new values, every one in the new band, so each lane moves (a rerun of the same period moves them
-    /// again, into the band after). A lane is left alone when a technician changed its override since the snapshot:
-    /// its mode moved to or from 'override' meanwhile; <see cref="MoveToBand"/> then moves it into the new band as it
-    /// stands. An override lane whose override still stands keeps the technician's priority as the lane carries it now
-    /// (set by the technician's own transaction at once), moved into the new band. Lanes created after the snapshot are
-    /// not in rewrite_values and keep their provisional value, moved into the band by <see cref="MoveToBand"/>.
+    /// Writes the new values of one slice of jobs (@Slice, see <see cref="FillValues"/>), every one in the new band, so
+    /// each lane moves (a rerun of the same period moves them again, into the band after). Driven from the slice's rows of
+    /// rewrite_values (its index on slice), each lane by primary key. A lane is left alone when a technician changed its
+    /// override since the snapshot: its mode moved to or from 'override' meanwhile; <see cref="MoveToBand"/> then moves
+    /// it into the new band as it stands. An override lane whose override still stands keeps the technician's priority
+    /// as the lane carries it now (set by the technician's own transaction at once), moved into the new band. Lanes
+    /// created after the snapshot are not in rewrite_values and keep their provisional value, moved into the band by
+    /// <see cref="MoveToBand"/>.
     /// </summary>
     public const string ApplyValues = $"""
-        UPDATE ordering o
-        JOIN rewrite_values v ON v.job_id = o.job_id
+        UPDATE rewrite_values v
+        STRAIGHT_JOIN ordering o ON o.job_id = v.job_id
         SET o.value = IF(o.mode = 'override' AND v.mode = 'override', {LaneValue} + @BandBase, v.value),
             o.mode = v.mode, o.updated_at = @Now
-        WHERE v.has_work = 1
+        WHERE v.slice = @Slice
+          AND v.has_work = 1
           AND (o.value <> v.value OR o.mode <> v.mode)
           AND (o.mode = v.seen_mode OR (o.mode <> 'override' AND v.seen_mode <> 'override'))
         """;
+
+    /// <summary>The last slice of <see cref="ApplyValues"/>; -1 when there is no lane to write.</summary>
+    public const string LastSlice = "SELECT COALESCE(MAX(slice), -1) FROM rewrite_values";
 
     /// <summary>The band, read without a lock: only a rewrite changes it, and rewrites are serialised by <see cref="LockRewrite"/>.</summary>
     public const string Band = "SELECT band FROM ordering_band WHERE id = 1";

@@ -1,3 +1,4 @@
+using Dapper;
 using Queue.Tests.Infrastructure;
 
 namespace Queue.Tests.Scheduler;
@@ -16,6 +17,23 @@ internal sealed class FreshDatabase : DatabaseFixture, IAsyncDisposable
     }
 
     public async Task<long> NewTenantAsync() => (await NewCustomerAsync()).Tenant.Id;
+
+    /// <summary>
+    /// Waits, up to 10 s, until a transaction in this database waits for a lock, or <paramref name="task"/> ends. Only
+    /// this database's sessions count: tests in other classes run beside this one on the same server.
+    /// </summary>
+    public async Task WaitForLockWaitAsync(Task task)
+    {
+        await using var conn = await DataSource.OpenConnectionAsync();
+        for (var i = 0; i < 400 && !task.IsCompleted && await conn.ExecuteScalarAsync<long>("""
+            SELECT COUNT(*) FROM information_schema.innodb_trx t
+            JOIN information_schema.processlist p ON p.id = t.trx_mysql_thread_id
+            WHERE t.trx_state = 'LOCK WAIT' AND p.db = DATABASE()
+            """) == 0; i++)
+        {
+            await Task.Delay(25);
+        }
+    }
 
     async ValueTask IAsyncDisposable.DisposeAsync() => await DisposeAsync();
 }

@@ -14,11 +14,14 @@ namespace Queue.Tests.Scheduler;
 /// </summary>
 internal sealed class OrderingTestbed
 {
-    private OrderingTestbed(MySqlDataSource db, FakeTimeProvider clock, TimeSpan period, string zone, long rewriteMemoryBytes)
+    private OrderingTestbed(MySqlDataSource db, FakeTimeProvider clock, TimeSpan period, string zone, long rewriteMemoryBytes, int rewriteSliceJobs)
     {
         Db = db;
         Clock = clock;
-        var options = Options.Create(new OrderingOptions { Period = period, TimeZone = zone, RewriteMemoryBytes = rewriteMemoryBytes });
+        var options = Options.Create(new OrderingOptions
+        {
+            Period = period, TimeZone = zone, RewriteMemoryBytes = rewriteMemoryBytes, RewriteSliceJobs = rewriteSliceJobs,
+        });
         Calendar = new OrderingCalendar(clock, options);
         Lanes = new OrderingLanes(Calendar, clock);
         Rewriter = new OrderingRewriter(db, Calendar, Lanes, clock, options, NullLogger<OrderingRewriter>.Instance);
@@ -35,8 +38,10 @@ internal sealed class OrderingTestbed
     public OrderingRewriter Rewriter { get; }
 
     /// <summary>A testbed whose clock stands at <paramref name="start"/>.</summary>
-    public static OrderingTestbed At(MySqlDataSource db, DateTimeOffset start, TimeSpan? period = null, string zone = "UTC", long? rewriteMemoryBytes = null) =>
-        new(db, new FakeTimeProvider(start), period ?? TimeSpan.FromHours(1), zone, rewriteMemoryBytes ?? new OrderingOptions().RewriteMemoryBytes);
+    public static OrderingTestbed At(MySqlDataSource db, DateTimeOffset start, TimeSpan? period = null, string zone = "UTC",
+        long? rewriteMemoryBytes = null, int? rewriteSliceJobs = null) =>
+        new(db, new FakeTimeProvider(start), period ?? TimeSpan.FromHours(1), zone, rewriteMemoryBytes ?? new OrderingOptions().RewriteMemoryBytes,
+            rewriteSliceJobs ?? new OrderingOptions().RewriteSliceJobs);
 
     /// <summary>Moves the clock to <paramref name="offset"/> after the start of the next period of the given mode.</summary>
     public OrderingPeriod AdvanceTo(OrderingMode mode, TimeSpan? offset = null)

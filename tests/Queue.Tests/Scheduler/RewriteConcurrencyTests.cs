@@ -19,20 +19,22 @@ public sealed class RewriteConcurrencyTests
     public async Task Claimers_are_not_blocked_by_a_rewrite_in_progress_and_see_only_the_old_ordering_until_it_commits()
     {
         await using var db = await FreshDatabase.CreateAsync();
-        var bed = OrderingTestbed.At(db.DataSource, TenOClock);
+        // Slices of 100 jobs: the head's slice is written last, the tail's first.
+        var bed = OrderingTestbed.At(db.DataSource, TenOClock, rewriteSliceJobs: 100);
         var tenant = await db.NewTenantAsync();
         await bed.BulkJobsAsync(tenant, 3000);
         await bed.Rewriter.RewriteAsync("test"); // smallest-first: values 1..7
-        var lastJob = (await bed.LanesAsync()).Max(l => l.JobId);
-        var firstJob = (await bed.LanesAsync()).Min(l => l.JobId);
+        var byOrder = (await bed.LanesAsync()).OrderBy(l => l.Value).ThenBy(l => l.JobId).ToList();
+        var (head, tail) = (byOrder[0].JobId, byOrder[^1].JobId);
 
-        // A technician's transaction holds the newest job's lane, so the oldest-first rewrite stops inside its UPDATE.
+        // A technician's transaction holds the head lane, which the rewrite writes last, so the oldest-first rewrite
+        // stops inside its UPDATE holding the lanes behind it.
         await using var holder = await db.DataSource.OpenConnectionAsync();
         var hold = await holder.BeginReadCommittedAsync(default);
-        await holder.ExecuteAsync("SELECT * FROM ordering WHERE job_id = @Id FOR UPDATE", new { Id = lastJob }, hold);
+        await holder.ExecuteAsync("SELECT * FROM ordering WHERE job_id = @Id FOR UPDATE", new { Id = head }, hold);
         bed.AdvanceTo(OrderingMode.Oldest);
         var rewrite = bed.Rewriter.RewriteAsync("test");
-        await WaitUntilRewriteHoldsLanesAsync(db, firstJob, rewrite);
+        await WaitUntilRewriteHoldsLanesAsync(db, tail, rewrite);
 
         await using (var claimer = await db.DataSource.OpenConnectionAsync())
         {
@@ -132,10 +134,10 @@ public sealed class RewriteConcurrencyTests
     }
 
     /// <summary>
-    /// Waits until the rewrite holds the first job's lane, that is, it is inside its UPDATE (and so, having locked
-    /// lanes in primary-key order, stuck on the held last one). Probed with NOWAIT so the probe itself never queues.
+    /// Waits until the rewrite holds the given job's lane, that is, it is inside its UPDATE (and so, writing the tail of
+    /// the claim order first, stuck on the held head). Probed with NOWAIT so the probe itself never queues.
     /// </summary>
-    private static async Task WaitUntilRewriteHoldsLanesAsync(FreshDatabase db, long firstJob, Task rewrite)
+    private static async Task WaitUntilRewriteHoldsLanesAsync(FreshDatabase db, long jobId, Task rewrite)
     {
         await using var conn = await db.DataSource.OpenConnectionAsync();
         for (var i = 0; i < 400; i++)
@@ -144,7 +146,7 @@ public sealed class RewriteConcurrencyTests
             {
                 try
                 {
-                    await conn.ExecuteAsync("SELECT job_id FROM ordering WHERE job_id = @Id FOR UPDATE NOWAIT", new { Id = firstJob }, tx);
+                    await conn.ExecuteAsync("SELECT job_id FROM ordering WHERE job_id = @Id FOR UPDATE NOWAIT", new { Id = jobId }, tx);
                 }
                 catch (MySqlException ex) when (ex.ErrorCode == MySqlErrorCode.LockWaitTimeout)
                 {

@@ -136,6 +136,45 @@ public sealed class RewriteTests
     }
 
     [Fact]
+    public async Task A_rewrite_writes_the_head_of_the_claim_order_last_so_claims_can_still_hint_it_while_the_rest_moves()
+    {
+        await using var db = await FreshDatabase.CreateAsync();
+        // One job per statement, so the order the lanes are written in shows in which of them the rewrite holds.
+        var bed = OrderingTestbed.At(db.DataSource, TenOClock, rewriteSliceJobs: 1);
+        var tenant = await db.NewTenantAsync();
+        await bed.BulkJobsAsync(tenant, 50);
+        await using var conn = await db.DataSource.OpenConnectionAsync();
+        // The oldest job heads the walk, and the primary key's order is the walk's: writing by id would reach it first.
+        await conn.ExecuteAsync($"UPDATE ordering SET value = {LaneValueSql.BandBase} + job_id");
+        var head = await conn.ExecuteScalarAsync<long>("SELECT MIN(job_id) FROM ordering");
+
+        // A claim holds the head lane (it is writing the lane's hint) when the rewrite reaches it.
+        await using var claim = await db.DataSource.OpenConnectionAsync();
+        var claimTx = await claim.BeginReadCommittedAsync(default);
+        await claim.ExecuteAsync("SELECT job_id FROM ordering WHERE job_id = @Head FOR UPDATE", new { Head = head }, claimTx);
+        bed.AdvanceTo(OrderingMode.Oldest);
+        var rewrite = bed.Rewriter.RewriteAsync("test");
+        await db.WaitForLockWaitAsync(rewrite);
+        Assert.False(rewrite.IsCompleted, "the rewrite did not wait for the head lane");
+
+        // Every other lane was written before the head: the rewrite holds each of them.
+        await using (var probe = await db.DataSource.OpenConnectionAsync())
+        {
+            var probeTx = await probe.BeginReadCommittedAsync(default);
+            var free = (await probe.QueryAsync<long>(
+                "SELECT job_id FROM ordering WHERE job_id <> @Head FOR UPDATE SKIP LOCKED", new { Head = head }, probeTx)).ToList();
+            await probeTx.RollbackAsync();
+            Assert.Empty(free);
+        }
+        await claimTx.RollbackAsync();
+        var r = await rewrite;
+
+        Assert.Equal(50, r.LanesUpdated);
+        var values = (await bed.ValuesByJobAsync()).OrderBy(v => v.Key).Select(v => v.Value).ToList();
+        Assert.Equal(Enumerable.Range(0, 50).Select(rank => (10000L + (5L * rank), "oldest")), values);
+    }
+
+    [Fact]
     public async Task An_active_override_keeps_its_priority_in_both_modes_until_it_expires()
     {
         await using var db = await FreshDatabase.CreateAsync();
@@ -268,14 +307,7 @@ public sealed class RewriteTests
         bed.AdvanceTo(OrderingMode.Smallest);
         await bed.Lanes.PlaceAsync(writer, tx, late, ["text"], default);
         var rewrite = bed.Rewriter.RewriteAsync("test");
-        await using (var watcher = await db.DataSource.OpenConnectionAsync())
-        {
-            for (var i = 0; i < 400 && !rewrite.IsCompleted
-                && await watcher.ExecuteScalarAsync<long>("SELECT COUNT(*) FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT'") == 0; i++)
-            {
-                await Task.Delay(25);
-            }
-        }
+        await db.WaitForLockWaitAsync(rewrite);
         Assert.False(rewrite.IsCompleted, "the rewrite moved the band under a writer that had read it");
         await tx.CommitAsync();
         await rewrite;

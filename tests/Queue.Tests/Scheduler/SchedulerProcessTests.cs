@@ -17,6 +17,8 @@ public sealed class SchedulerProcessTests
         ServiceProcess.Start("Queue.Scheduler", db.ConnectionString, new Dictionary<string, string>
         {
             ["Ordering__Period"] = period.ToString("c", System.Globalization.CultureInfo.InvariantCulture),
+            // Many slices per rewrite of these tests' 2,000 jobs, so a held lane stops the rewrite with others written.
+            ["Ordering__RewriteSliceJobs"] = "100",
             // A dead node is noticed within seconds rather than the default 20.
             ["Scheduler__CheckinInterval"] = "00:00:01",
             ["Scheduler__CheckinMisfireThreshold"] = "00:00:03",
@@ -178,20 +180,22 @@ public sealed class SchedulerProcessTests
         await first.WaitHealthyAsync();
         await WaitForAsync(async () => await RewriteCountAsync(db) >= 1, "the start-up rewrite");
 
-        // Hold the newest lane, so the next boundary's rewrite stops inside its UPDATE with the other lanes locked.
+        // Hold the oldest job's lane, so the next boundary's rewrite stops inside its UPDATE with other lanes locked. The
+        // rewrite writes the head of the claim order last: in oldest-first order that is the oldest job, and in
+        // smallest-first order (1 + n % 7 items) the oldest job (2 items) comes after the newest (6 items).
         await using var holder = await db.DataSource.OpenConnectionAsync();
         var hold = await holder.BeginReadCommittedAsync(default);
-        await holder.ExecuteAsync("SELECT * FROM ordering WHERE job_id = @Id FOR UPDATE", new { Id = lastJob }, hold);
+        await holder.ExecuteAsync("SELECT * FROM ordering WHERE job_id = @Id FOR UPDATE", new { Id = firstJob }, hold);
         var before = await ConsistentOrderingAsync(db);
         Assert.True(before.Consistent);
-        await WaitForAsync(() => LaneIsLockedAsync(db, firstJob), "the boundary rewrite to reach its UPDATE", seconds: 30);
+        await WaitForAsync(() => LaneIsLockedAsync(db, lastJob), "the boundary rewrite to reach its UPDATE", seconds: 30);
         first.Kill();
 
         // Half-way or not, the ordering claimers see is the last committed one.
         Assert.Equal(before, await ConsistentOrderingAsync(db));
         await hold.CommitAsync();
         // The dead client's transaction is rolled back by the server, never committed.
-        await WaitForAsync(async () => !await LaneIsLockedAsync(db, firstJob), "the killed rewrite to be rolled back");
+        await WaitForAsync(async () => !await LaneIsLockedAsync(db, lastJob), "the killed rewrite to be rolled back");
         Assert.Equal(before, await ConsistentOrderingAsync(db));
         var rewritesBefore = await RewriteCountAsync(db);
 
