@@ -40,8 +40,9 @@ public sealed class ClaimPlanTests
             args.Add($"@n{k}", 1);
         }
         args.Add("@Now", TenOClock.UtcDateTime);
+        args.Add("@Cap", (2 * lanes) + 1);
 
-        foreach (var sql in new[] { ClaimSql.LockLanesItems(Enumerable.Repeat(false, lanes).ToList()), ClaimSql.LockLanesItems(Enumerable.Repeat(true, lanes).ToList()), ClaimSql.LockLanes(lanes), ClaimSql.LanesNextDue(lanes), ClaimSql.SetLaneHints(lanes), ClaimSql.DeleteLanes(lanes),
+        foreach (var sql in new[] { ClaimSql.LockLanesItems(Enumerable.Repeat(false, lanes).ToList()), ClaimSql.LockLanesItems(Enumerable.Repeat(true, lanes).ToList()), ClaimSql.LockLanesItemsAtOnce(lanes), ClaimSql.LockLanes(lanes), ClaimSql.LanesNextDue(lanes), ClaimSql.SetLaneHints(lanes), ClaimSql.DeleteLanes(lanes),
             ClaimSql.CompleteItems(lanes), ClaimSql.CountCompleted(lanes), ClaimSql.JobsAfterCount(lanes) })
         {
             var plan = (await conn.QueryAsync<PlanRow>("EXPLAIN " + sql, args)).ToList();
