@@ -120,8 +120,8 @@ public sealed partial class OrderingRewriter(
     /// stays atomic). A lane the rewrite wrote stays locked, with its old index entries delete-marked, until the commit:
     /// claims cannot hint or remove it when they empty it, and every walk over it checks each entry's row version. In
     /// primary-key order the head of the walk, where claims empty lanes, was written early and held for the whole
-    /// rewrite: 100k jobs, claim p99 120-139 ms against 45-52 ms without a rewrite. Head last: 54-56 against 41-42 ms
-    /// (docs/DESIGN.md "The rewrite").
+    /// rewrite: 100k jobs, claim p99 120-139 ms against 45-52 ms without a rewrite. Head last: 54-65 against 41-50 ms
+    /// (docs/DESIGN.md "Head last").
     /// </summary>
     private static async Task<int> ApplyValuesAsync(MySqlConnection conn, MySqlTransaction tx, DateTime now, long bandBase, CancellationToken ct)
     {
