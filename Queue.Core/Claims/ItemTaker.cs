@@ -225,6 +225,7 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
             {
                 var row = parse(reader);
                 read++;
+                // The read matches each lane's exact pair, and task names are lower case by validation.
                 rows[index[(row.JobId, row.Task)]].Add(row);
             }
         }
