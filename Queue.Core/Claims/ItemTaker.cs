@@ -206,12 +206,7 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
         List<List<LockedRow>> perLane, DateTime now, CancellationToken ct)
     {
         var cap = (2 * chunk.Length) + 1;
-        var index = new Dictionary<(long, string), int>(chunk.Length);
-        foreach (var k in chunk)
-        {
-            index[(lanes[k].JobId, lanes[k].Task)] = k;
-        }
-        var rows = chunk.ToDictionary(k => k, _ => new List<LockedRow>());
+        var rows = chunk.ToDictionary(k => (lanes[k].JobId, lanes[k].Task), _ => new List<LockedRow>());
         var read = 0;
         await using (var cmd = new MySqlCommand(ClaimSql.LockLanesItemsAtOnce(chunk.Length), tx.Connection))
         {
@@ -226,20 +221,21 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
                 var row = parse(reader);
                 read++;
                 // The read matches each lane's exact pair, and task names are lower case by validation.
-                rows[index[(row.JobId, row.Task)]].Add(row);
+                rows[(row.JobId, row.Task)].Add(row);
             }
         }
         var again = new List<int>();
         foreach (var k in chunk)
         {
+            var shown = rows[(lanes[k].JobId, lanes[k].Task)];
             var asked = limits[k] + 1;
-            if (read >= cap && rows[k].Count < asked)
+            if (read >= cap && shown.Count < asked)
             {
                 again.Add(k);
                 continue;
             }
-            rows[k].Sort(static (a, b) => a.Id.CompareTo(b.Id));
-            perLane[k].AddRange(rows[k].Take(asked));
+            shown.Sort(static (a, b) => a.Id.CompareTo(b.Id));
+            perLane[k].AddRange(shown.Take(asked));
         }
         return again;
     }

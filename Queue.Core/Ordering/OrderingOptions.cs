@@ -17,8 +17,8 @@ public sealed class OrderingOptions
     /// <summary>
     /// The largest in-memory working table a rewrite builds (about 150 bytes per job with work: the default 256 MiB holds
     /// about 1.8 million jobs; a 16 MiB table held 112k jobs, 168k before the slice column). A larger queue's rewrite
-    /// builds it on disk (an InnoDB temporary table) instead, about a
-    /// quarter slower. The memory is the database server's, and only while a rewrite runs.
+    /// builds it on disk (an InnoDB temporary table) instead, about a quarter slower. The memory is the database
+    /// server's, and only while a rewrite runs.
     /// </summary>
     public long RewriteMemoryBytes { get; set; } = 256L * 1024 * 1024;
 

@@ -144,16 +144,17 @@ public sealed partial class OrderingRewriter(
         await conn.ExecuteAsync(Cmd(RewriteSql.DropValues, null, tx, ct));
         await conn.ExecuteAsync(Cmd(RewriteSql.CapValuesMemory, new { Bytes = options.Value.RewriteMemoryBytes }, tx, ct));
         await conn.ExecuteAsync(Cmd(RewriteSql.CreateValues, null, tx, ct));
+        var values = new { Mode = mode, BandBase = bandBase, Now = now, SliceJobs = options.Value.RewriteSliceJobs };
         try
         {
-            await conn.ExecuteAsync(Cmd(RewriteSql.FillValues, new { Mode = mode, BandBase = bandBase, Now = now, SliceJobs = options.Value.RewriteSliceJobs }, tx, ct));
+            await conn.ExecuteAsync(Cmd(RewriteSql.FillValues, values, tx, ct));
         }
         catch (MySqlException e) when (e.ErrorCode == MySqlErrorCode.RecordFileFull)
         {
             ValuesOnDisk(logger, options.Value.RewriteMemoryBytes);
             await conn.ExecuteAsync(Cmd(RewriteSql.DropValues, null, tx, ct));
             await conn.ExecuteAsync(Cmd(RewriteSql.CreateValuesOnDisk, null, tx, ct));
-            await conn.ExecuteAsync(Cmd(RewriteSql.FillValues, new { Mode = mode, BandBase = bandBase, Now = now, SliceJobs = options.Value.RewriteSliceJobs }, tx, ct));
+            await conn.ExecuteAsync(Cmd(RewriteSql.FillValues, values, tx, ct));
         }
     }
 

@@ -100,10 +100,10 @@ public static class RewriteSql
 
     /// <summary>
     /// Writes the new values of one slice of jobs (@Slice, see <see cref="FillValues"/>), every one in the new band, so
-    /// each lane moves (a rerun of the same period moves them again, into the band after). Driven from the slice's rows of
-    /// rewrite_values by its index on (slice, job_id), so each lane is read by primary key in key order. A lane is left alone when a technician changed its
-    /// override since the snapshot: its mode moved to or from 'override' meanwhile; <see cref="MoveToBand"/> then moves
-    /// it into the new band as it stands. An override lane whose override still stands keeps the technician's priority
+    /// each lane moves (a rerun of the same period moves them again, into the band after). Driven from the slice's rows
+    /// of rewrite_values by its index on (slice, job_id), so each lane is read by primary key in key order. A lane is left
+    /// alone when a technician changed its override since the snapshot: its mode moved to or from 'override' meanwhile;
+    /// <see cref="MoveToBand"/> then moves it into the new band as it stands. An override lane whose override still stands keeps the technician's priority
     /// as the lane carries it now (set by the technician's own transaction at once), moved into the new band. Lanes
     /// created after the snapshot are not in rewrite_values and keep their provisional value, moved into the band by
     /// <see cref="MoveToBand"/>.
