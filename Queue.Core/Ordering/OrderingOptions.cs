@@ -28,6 +28,17 @@ public sealed class OrderingOptions
     /// </summary>
     public int RewriteSliceJobs { get; set; } = 4096;
 
+    /// <summary>
+    /// How the rewrite writes the new ordering: <c>swap</c> builds it beside the old one, in bulk, and renames it into
+    /// place (docs/DESIGN.md "The swap rewrite"); <c>in-place</c> moves every lane in place in one transaction, tail of
+    /// the claim order first. The swap needs the TRIGGER, CREATE, DROP and ALTER privileges on the database.
+    /// </summary>
+    public string RewriteMethod { get; set; } = Swap;
+
+    public const string Swap = "swap";
+
+    public const string InPlace = "in-place";
+
     public const string Seed = "seed";
 
     public const string TenantFair = "tenant-fair";
@@ -65,6 +76,7 @@ public sealed class OrderingOptionsRules() : OptionsRules<OrderingOptions>("Orde
         (nameof(o.Period), o.Period >= TimeSpan.FromSeconds(1) && o.Period <= TimeSpan.FromDays(1), "must be 1 second to 1 day"),
         (nameof(o.Policy), o.Policy is OrderingOptions.Seed or OrderingOptions.TenantFair, $"must be {OrderingOptions.Seed} or {OrderingOptions.TenantFair}"),
         (nameof(o.TimeZone), OrderingOptions.TryZone(o.TimeZone) is not null, "must be a known time zone id"),
+        (nameof(o.RewriteMethod), o.RewriteMethod is OrderingOptions.Swap or OrderingOptions.InPlace, $"must be {OrderingOptions.Swap} or {OrderingOptions.InPlace}"),
         (nameof(o.RewriteSliceJobs), o.RewriteSliceJobs is >= 1 and <= 1_000_000, "must be 1 to 1000000"),
         (nameof(o.RewriteMemoryBytes), o.RewriteMemoryBytes is >= 16_384 and <= 1L << 32, "must be 16384 to 4294967296"),
     ];

@@ -48,7 +48,7 @@ public sealed partial class OrderingRewriter(
     public async Task<RewriteResult> RewriteAsync(string instance, DateTimeOffset? periodOf = null, bool force = false, CancellationToken ct = default)
     {
         var result = await Retry.OnDeadlockAsync(c => RewriteOnceAsync(instance, periodOf, force, c), ct);
-        if (!result.Skipped)
+        if (!result.Skipped && options.Value.RewriteMethod == OrderingOptions.InPlace)
         {
             // The lanes of existing jobs written in the old band while the rewrite ran (an override set or cleared
             // since its snapshot, a job that ran dry and got work again): claims walk the current band only. Its own
@@ -85,18 +85,10 @@ public sealed partial class OrderingRewriter(
 
         var expired = (await SwitchOffExpiredAsync(conn, tx, now, ct)).Count;
         var mode = period.ModeName;
-        // The new ordering goes into the next band, so its uncommitted index entries sort after every committed one
-        // (OrderingBand); the 'rewrite' lock above makes this the only writer of the band.
-        var band = OrderingBand.Next(await conn.ExecuteScalarAsync<int>(Cmd(RewriteSql.Band, null, tx, ct)));
-        var bandBase = OrderingBand.Base(band);
-        await FillValuesAsync(conn, tx, mode, bandBase, now, ct);
-        var removed = await conn.ExecuteAsync(Cmd(RewriteSql.RemoveFinished, null, tx, ct));
-        var updated = await ApplyValuesAsync(conn, tx, now, bandBase, ct);
-        var lastJob = await conn.ExecuteScalarAsync<long>(Cmd(RewriteSql.LastJobInSnapshot, null, tx, ct));
-        await conn.ExecuteAsync(Cmd(RewriteSql.SetBand, new { Band = band }, tx, ct));
-        await conn.ExecuteAsync(Cmd(RewriteSql.MoveNewJobsToBand, new { AfterJobId = lastJob }, tx, ct));
-        var ranked = (int)await conn.ExecuteScalarAsync<long>(Cmd(RewriteSql.CountRanked, null, tx, ct));
-        await conn.ExecuteAsync(Cmd(RewriteSql.DropValues, null, tx, ct));
+        var band = await conn.ExecuteScalarAsync<int>(Cmd(RewriteSql.Band, null, tx, ct));
+        var (ranked, updated, removed) = options.Value.RewriteMethod == OrderingOptions.Swap
+            ? await SwapAsync(mode, OrderingBand.Base(band), now, ct)
+            : await InPlaceAsync(conn, tx, mode, OrderingBand.Next(band), now, ct);
 
         var elapsed = Stopwatch.GetElapsedTime(started);
         await conn.ExecuteAsync(Cmd(RewriteSql.InsertLog, new
@@ -113,6 +105,58 @@ public sealed partial class OrderingRewriter(
         elapsed = Stopwatch.GetElapsedTime(started);
         Rewritten(logger, period.Start, mode, ranked, updated, removed, expired, (long)elapsed.TotalMilliseconds);
         return new RewriteResult(period, false, ranked, updated, removed, expired, elapsed);
+    }
+
+    /// <summary>
+    /// Every lane moved in place, in the rewrite's one transaction. The new ordering goes into the next band, so its
+    /// uncommitted index entries sort after every committed one (OrderingBand); the 'rewrite' lock makes this the only
+    /// writer of the band.
+    /// </summary>
+    private async Task<(int Ranked, int Updated, int Removed)> InPlaceAsync(MySqlConnection conn, MySqlTransaction tx, string mode, int band, DateTime now, CancellationToken ct)
+    {
+        var bandBase = OrderingBand.Base(band);
+        await FillValuesAsync(conn, tx, RewriteSql.FillValues, mode, bandBase, now, ct);
+        var removed = await conn.ExecuteAsync(Cmd(RewriteSql.RemoveFinished, null, tx, ct));
+        var updated = await ApplyValuesAsync(conn, tx, now, bandBase, ct);
+        var lastJob = await conn.ExecuteScalarAsync<long>(Cmd(RewriteSql.LastJobInSnapshot, null, tx, ct));
+        await conn.ExecuteAsync(Cmd(RewriteSql.SetBand, new { Band = band }, tx, ct));
+        await conn.ExecuteAsync(Cmd(RewriteSql.MoveNewJobsToBand, new { AfterJobId = lastJob }, tx, ct));
+        var ranked = (int)await conn.ExecuteScalarAsync<long>(Cmd(RewriteSql.CountRanked, null, tx, ct));
+        await conn.ExecuteAsync(Cmd(RewriteSql.DropValues, null, tx, ct));
+        return (ranked, updated, removed);
+    }
+
+    /// <summary>
+    /// The new ordering built beside the old one and renamed into its place (<see cref="OrderingSwap"/>), on a
+    /// connection of its own: its DDL commits as it goes, while the caller's transaction keeps the 'rewrite' lock until
+    /// the log row is written. The values stay in the current band: the rename, not a commit, makes them visible at
+    /// once. Should a step fail, the triggers and the half-built table are removed, and the old ordering stands.
+    /// </summary>
+    private async Task<(int Ranked, int Updated, int Removed)> SwapAsync(string mode, long bandBase, DateTime now, CancellationToken ct)
+    {
+        await using var conn = await db.OpenConnectionAsync(ct);
+        var swapped = false;
+        try
+        {
+            await OrderingSwap.PrepareAsync(conn, ct);
+            await FillValuesAsync(conn, null, RewriteSql.FillValuesUnsliced, mode, bandBase, now, ct);
+            var copied = await OrderingSwap.CopyAsync(conn, bandBase, now, ct);
+            await OrderingSwap.CatchUpAsync(conn, bandBase, now, ct);
+            var removed = await OrderingSwap.CountLeftOutAsync(conn, ct);
+            await OrderingSwap.SwapAsync(conn, ct);
+            swapped = true;
+            var ranked = (int)await conn.ExecuteScalarAsync<long>(Cmd(RewriteSql.CountRanked, null, null, ct));
+            await conn.ExecuteAsync(Cmd(RewriteSql.DropValues, null, null, ct));
+            return (ranked, copied, removed);
+        }
+        finally
+        {
+            if (!swapped)
+            {
+                // Not on the caller's token: a cancelled rewrite must still take its triggers away.
+                await OrderingSwap.CleanUpAsync(conn, CancellationToken.None);
+            }
+        }
     }
 
     /// <summary>
@@ -139,7 +183,7 @@ public sealed partial class OrderingRewriter(
     /// for it (error 1114, "table is full") is computed again in an InnoDB table. The rows a failed fill left are
     /// dropped with the MEMORY table, which is not transactional; the transaction itself has written nothing yet.
     /// </summary>
-    private async Task FillValuesAsync(MySqlConnection conn, MySqlTransaction tx, string mode, long bandBase, DateTime now, CancellationToken ct)
+    private async Task FillValuesAsync(MySqlConnection conn, MySqlTransaction? tx, string fill, string mode, long bandBase, DateTime now, CancellationToken ct)
     {
         await conn.ExecuteAsync(Cmd(RewriteSql.DropValues, null, tx, ct));
         await conn.ExecuteAsync(Cmd(RewriteSql.CapValuesMemory, new { Bytes = options.Value.RewriteMemoryBytes }, tx, ct));
@@ -147,14 +191,14 @@ public sealed partial class OrderingRewriter(
         var values = new { Mode = mode, BandBase = bandBase, Now = now, SliceJobs = options.Value.RewriteSliceJobs };
         try
         {
-            await conn.ExecuteAsync(Cmd(RewriteSql.FillValues, values, tx, ct));
+            await conn.ExecuteAsync(Cmd(fill, values, tx, ct));
         }
         catch (MySqlException e) when (e.ErrorCode == MySqlErrorCode.RecordFileFull)
         {
             ValuesOnDisk(logger, options.Value.RewriteMemoryBytes);
             await conn.ExecuteAsync(Cmd(RewriteSql.DropValues, null, tx, ct));
             await conn.ExecuteAsync(Cmd(RewriteSql.CreateValuesOnDisk, null, tx, ct));
-            await conn.ExecuteAsync(Cmd(RewriteSql.FillValues, values, tx, ct));
+            await conn.ExecuteAsync(Cmd(fill, values, tx, ct));
         }
     }
 

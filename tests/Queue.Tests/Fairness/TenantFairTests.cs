@@ -35,7 +35,7 @@ public sealed class TenantFairTests(TenantFairFixture fx) : IClassFixture<Tenant
     public async Task Tenants_still_take_turns_after_rewrites_have_moved_the_ordering_into_a_later_band()
     {
         var (a, b) = await ThreeOlderJobsOfOneTenantAndOneOfAnotherAsync("banded");
-        var rewriter = fx.Service<OrderingRewriter>();
+        var rewriter = fx.InPlaceRewriter();
         for (var n = 1; n <= 2; n++)
         {
             await rewriter.RewriteAsync("banded", fx.Clock.GetUtcNow() + TimeSpan.FromHours(n), force: true);

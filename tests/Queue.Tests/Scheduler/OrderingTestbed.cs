@@ -14,13 +14,15 @@ namespace Queue.Tests.Scheduler;
 /// </summary>
 internal sealed class OrderingTestbed
 {
-    private OrderingTestbed(MySqlDataSource db, FakeTimeProvider clock, TimeSpan period, string zone, long rewriteMemoryBytes, int rewriteSliceJobs)
+    private OrderingTestbed(MySqlDataSource db, FakeTimeProvider clock, TimeSpan period, string zone, long rewriteMemoryBytes, int rewriteSliceJobs,
+        string rewriteMethod)
     {
         Db = db;
         Clock = clock;
         var options = Options.Create(new OrderingOptions
         {
             Period = period, TimeZone = zone, RewriteMemoryBytes = rewriteMemoryBytes, RewriteSliceJobs = rewriteSliceJobs,
+            RewriteMethod = rewriteMethod,
         });
         Calendar = new OrderingCalendar(clock, options);
         Lanes = new OrderingLanes(Calendar, clock);
@@ -39,9 +41,9 @@ internal sealed class OrderingTestbed
 
     /// <summary>A testbed whose clock stands at <paramref name="start"/>.</summary>
     public static OrderingTestbed At(MySqlDataSource db, DateTimeOffset start, TimeSpan? period = null, string zone = "UTC",
-        long? rewriteMemoryBytes = null, int? rewriteSliceJobs = null) =>
+        long? rewriteMemoryBytes = null, int? rewriteSliceJobs = null, string rewriteMethod = OrderingOptions.Swap) =>
         new(db, new FakeTimeProvider(start), period ?? TimeSpan.FromHours(1), zone, rewriteMemoryBytes ?? new OrderingOptions().RewriteMemoryBytes,
-            rewriteSliceJobs ?? new OrderingOptions().RewriteSliceJobs);
+            rewriteSliceJobs ?? new OrderingOptions().RewriteSliceJobs, rewriteMethod);
 
     /// <summary>Moves the clock to <paramref name="offset"/> after the start of the next period of the given mode.</summary>
     public OrderingPeriod AdvanceTo(OrderingMode mode, TimeSpan? offset = null)

@@ -22,7 +22,7 @@ public sealed class PlacementDuringRewriteTests
     public async Task The_next_oldest_value_is_read_in_a_few_pages_while_a_rewrite_holds_twenty_thousand_new_values_open(OrderingMode to)
     {
         await using var db = await FreshDatabase.CreateAsync();
-        var bed = OrderingTestbed.At(db.DataSource, to == OrderingMode.Oldest ? TenOClock : TenOClock.AddHours(1));
+        var bed = OrderingTestbed.At(db.DataSource, to == OrderingMode.Oldest ? TenOClock : TenOClock.AddHours(1), rewriteMethod: OrderingOptions.InPlace);
         await bed.BulkJobsAsync(await db.NewTenantAsync(), Jobs);
         await bed.Rewriter.RewriteAsync("test");
 

@@ -20,7 +20,7 @@ public sealed class RewriteConcurrencyTests
     {
         await using var db = await FreshDatabase.CreateAsync();
         // Slices of 100 jobs: the head's slice is written last, the tail's first.
-        var bed = OrderingTestbed.At(db.DataSource, TenOClock, rewriteSliceJobs: 100);
+        var bed = OrderingTestbed.At(db.DataSource, TenOClock, rewriteSliceJobs: 100, rewriteMethod: OrderingOptions.InPlace);
         var tenant = await db.NewTenantAsync();
         await bed.BulkJobsAsync(tenant, 3000);
         await bed.Rewriter.RewriteAsync("test"); // smallest-first: values 1..7
@@ -62,7 +62,7 @@ public sealed class RewriteConcurrencyTests
     public async Task An_open_rewrite_writes_every_new_value_after_every_committed_one_so_the_claim_walk_never_meets_them()
     {
         await using var db = await FreshDatabase.CreateAsync();
-        var bed = OrderingTestbed.At(db.DataSource, TenOClock.AddHours(1));
+        var bed = OrderingTestbed.At(db.DataSource, TenOClock.AddHours(1), rewriteMethod: OrderingOptions.InPlace);
         var tenant = await db.NewTenantAsync();
         await bed.BulkJobsAsync(tenant, 3000);
         await bed.Rewriter.RewriteAsync("test"); // oldest-first: values 10000 + 5 * rank

@@ -140,7 +140,7 @@ public sealed class RewriteTests
     {
         await using var db = await FreshDatabase.CreateAsync();
         // One job per statement, so the order the lanes are written in shows in which of them the rewrite holds.
-        var bed = OrderingTestbed.At(db.DataSource, TenOClock, rewriteSliceJobs: 1);
+        var bed = OrderingTestbed.At(db.DataSource, TenOClock, rewriteSliceJobs: 1, rewriteMethod: OrderingOptions.InPlace);
         var tenant = await db.NewTenantAsync();
         await bed.BulkJobsAsync(tenant, 50);
         await using var conn = await db.DataSource.OpenConnectionAsync();
@@ -243,7 +243,7 @@ public sealed class RewriteTests
     public async Task A_lane_written_in_the_old_band_during_a_rewrite_is_moved_into_the_new_band_with_its_value()
     {
         await using var db = await FreshDatabase.CreateAsync();
-        var bed = OrderingTestbed.At(db.DataSource, TenOClock.AddHours(1)); // oldest-first
+        var bed = OrderingTestbed.At(db.DataSource, TenOClock.AddHours(1), rewriteMethod: OrderingOptions.InPlace); // oldest-first
         var tenant = await db.NewTenantAsync();
         var older = await bed.NewJobAsync(tenant, 3);
         var late = await bed.NewJobAsync(tenant, 5);
@@ -269,7 +269,7 @@ public sealed class RewriteTests
     public async Task Right_after_a_rewrite_a_lane_left_in_the_band_before_it_moves_into_the_rewrite_band_and_older_bands_wait_for_the_sweep(int band)
     {
         await using var db = await FreshDatabase.CreateAsync();
-        var bed = OrderingTestbed.At(db.DataSource, TenOClock); // smallest-first
+        var bed = OrderingTestbed.At(db.DataSource, TenOClock, rewriteMethod: OrderingOptions.InPlace); // smallest-first
         var tenant = await db.NewTenantAsync();
         var straggler = await bed.NewJobAsync(tenant, 3);
         var older = await bed.NewJobAsync(tenant, 4);
@@ -292,7 +292,7 @@ public sealed class RewriteTests
     public async Task A_rewrite_waits_for_a_writer_that_placed_lanes_in_the_old_band_and_commits_them_in_the_new_one()
     {
         await using var db = await FreshDatabase.CreateAsync();
-        var bed = OrderingTestbed.At(db.DataSource, TenOClock.AddHours(1)); // oldest-first
+        var bed = OrderingTestbed.At(db.DataSource, TenOClock.AddHours(1), rewriteMethod: OrderingOptions.InPlace); // oldest-first
         var tenant = await db.NewTenantAsync();
         await bed.BulkJobsAsync(tenant, 500);
         var late = await bed.NewJobAsync(tenant, 4);
@@ -322,7 +322,7 @@ public sealed class RewriteTests
     public async Task Claims_and_positions_see_the_current_band_only_and_a_lane_left_in_an_older_one_is_moved_back_into_it()
     {
         await using var db = await FreshDatabase.CreateAsync();
-        var bed = OrderingTestbed.At(db.DataSource, TenOClock); // smallest-first
+        var bed = OrderingTestbed.At(db.DataSource, TenOClock, rewriteMethod: OrderingOptions.InPlace); // smallest-first
         var tenant = await db.NewTenantAsync();
         var first = await bed.NewJobAsync(tenant, 3);
         var left = await bed.NewJobAsync(tenant, 1);

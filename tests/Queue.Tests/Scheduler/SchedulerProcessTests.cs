@@ -13,9 +13,10 @@ public sealed class SchedulerProcessTests
 {
     private static readonly HttpClient Http = new() { Timeout = TimeSpan.FromSeconds(10) };
 
-    private static ServiceProcess StartScheduler(FreshDatabase db, TimeSpan period) =>
+    private static ServiceProcess StartScheduler(FreshDatabase db, TimeSpan period, string rewriteMethod = OrderingOptions.Swap) =>
         ServiceProcess.Start("Queue.Scheduler", db.ConnectionString, new Dictionary<string, string>
         {
+            ["Ordering__RewriteMethod"] = rewriteMethod,
             ["Ordering__Period"] = period.ToString("c", System.Globalization.CultureInfo.InvariantCulture),
             // Many slices per rewrite of these tests' 2,000 jobs, so a held lane stops the rewrite with others written.
             ["Ordering__RewriteSliceJobs"] = "100",
@@ -176,7 +177,7 @@ public sealed class SchedulerProcessTests
         var (firstJob, lastJob) = (lanes.Min(l => l.JobId), lanes.Max(l => l.JobId));
         var period = TimeSpan.FromSeconds(6);
 
-        await using var first = StartScheduler(db, period);
+        await using var first = StartScheduler(db, period, OrderingOptions.InPlace);
         await first.WaitHealthyAsync();
         await WaitForAsync(async () => await RewriteCountAsync(db) >= 1, "the start-up rewrite");
 
@@ -199,12 +200,56 @@ public sealed class SchedulerProcessTests
         Assert.Equal(before, await ConsistentOrderingAsync(db));
         var rewritesBefore = await RewriteCountAsync(db);
 
+        await using var second = StartScheduler(db, period, OrderingOptions.InPlace);
+        await second.WaitHealthyAsync();
+        await WaitForAsync(async () => await RewriteCountAsync(db) > rewritesBefore, "the next rewrite", seconds: 30);
+        var after = await ConsistentOrderingAsync(db);
+        Assert.Equal(2000, after.Ranked);
+        Assert.True(after.Consistent, "every lane carries its value in the logged mode");
+    }
+
+    [Fact]
+    public async Task After_a_kill_9_in_the_middle_of_a_swap_rewrite_the_old_ordering_stands_and_the_next_run_removes_its_leftovers()
+    {
+        await using var db = await FreshDatabase.CreateAsync();
+        var bed = OrderingTestbed.At(db.DataSource, DateTimeOffset.UtcNow);
+        var tenant = await db.NewTenantAsync();
+        await bed.BulkJobsAsync(tenant, 2000);
+        var period = TimeSpan.FromSeconds(6);
+
+        await using var first = StartScheduler(db, period);
+        await first.WaitHealthyAsync();
+        await WaitForAsync(async () => await RewriteCountAsync(db) >= 1, "the start-up rewrite");
+
+        // An open transaction that wrote a lane holds ordering, so the boundary's swap has made ordering_next and then
+        // waits to put its triggers on ordering: kill it there.
+        await using var holder = await db.DataSource.OpenConnectionAsync();
+        var hold = await holder.BeginReadCommittedAsync(default);
+        await holder.ExecuteAsync("UPDATE ordering SET updated_at = updated_at WHERE job_id = (SELECT MIN(job_id) FROM jobs)", transaction: hold);
+        var before = await ConsistentOrderingAsync(db);
+        Assert.True(before.Consistent);
+        await WaitForAsync(async () => await TableCountAsync(db, "ordering_next") == 1, "the boundary swap to make ordering_next", seconds: 30);
+        first.Kill();
+        await hold.CommitAsync();
+
+        Assert.Equal(before, await ConsistentOrderingAsync(db));
+        var rewritesBefore = await RewriteCountAsync(db);
         await using var second = StartScheduler(db, period);
         await second.WaitHealthyAsync();
         await WaitForAsync(async () => await RewriteCountAsync(db) > rewritesBefore, "the next rewrite", seconds: 30);
         var after = await ConsistentOrderingAsync(db);
         Assert.Equal(2000, after.Ranked);
         Assert.True(after.Consistent, "every lane carries its value in the logged mode");
+        Assert.Equal(0, await TableCountAsync(db, "ordering_retired"));
+        await using var conn = await db.DataSource.OpenConnectionAsync();
+        Assert.Equal(0L, await conn.ExecuteScalarAsync<long>("SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE()"));
+    }
+
+    private static async Task<long> TableCountAsync(FreshDatabase db, string table)
+    {
+        await using var conn = await db.DataSource.OpenConnectionAsync();
+        return await conn.ExecuteScalarAsync<long>(
+            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = @Table", new { Table = table });
     }
 
     private sealed record OrderingState(string? Mode, int Ranked, long Lanes, bool Consistent, string Values);

@@ -68,7 +68,7 @@ public sealed class RewriteUnderLoadTests(DirectClaimFixture fx) : IClassFixture
         var plain = await fx.NewJobAsync(tenant.Id, 3, ["rewrite-shown"]);
         var bumped = await fx.NewJobAsync(tenant.Id, 3, ["rewrite-shown"]);
         await Fairness.TenantFairFixture.OverrideAsync(fx, bumped, -7);
-        var rewriter = fx.Service<OrderingRewriter>();
+        var rewriter = fx.InPlaceRewriter();
         for (var n = 1; n <= 2; n++)
         {
             await rewriter.RewriteAsync("shown", fx.Clock.GetUtcNow() + TimeSpan.FromHours(n), force: true);

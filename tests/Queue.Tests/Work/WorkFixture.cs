@@ -59,6 +59,12 @@ public class WorkFixture : DatabaseFixture
 
     public T Service<T>() where T : notnull => Api.Services.GetRequiredService<T>();
 
+    /// <summary>The Api's rewriter, but moving lanes in place through the bands (the swap never changes the band).</summary>
+    public OrderingRewriter InPlaceRewriter() => new(
+        Service<MySqlConnector.MySqlDataSource>(), Service<OrderingCalendar>(), Service<OrderingLanes>(), Service<TimeProvider>(),
+        Microsoft.Extensions.Options.Options.Create(new OrderingOptions { RewriteMethod = OrderingOptions.InPlace }),
+        Microsoft.Extensions.Logging.Abstractions.NullLogger<OrderingRewriter>.Instance);
+
     public DateTime Now => Clock.GetUtcNow().UtcDateTime;
 
     /// <summary>Creates a job of <paramref name="documents"/> documents, one item per document and task, as an upload would.</summary>

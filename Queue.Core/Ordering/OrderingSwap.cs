@@ -1,0 +1,92 @@
+using Dapper;
+using MySqlConnector;
+using Queue.Core.Data;
+using Queue.Core.Sql;
+
+namespace Queue.Core.Ordering;
+
+/// <summary>
+/// The steps of the swap rewrite (<see cref="RewriteSwapSql"/>, docs/DESIGN.md "The swap rewrite") on the rewrite's
+/// own connection, which holds rewrite_values. Every DDL step waits at most a second for ordering's metadata lock
+/// (claims queue behind a waiting DDL statement) and is tried again after a timeout.
+/// </summary>
+internal static class OrderingSwap
+{
+    /// <summary>Removes what a rewrite stopped half-way left, and starts the notes and an empty ordering_next.</summary>
+    public static async Task PrepareAsync(MySqlConnection conn, CancellationToken ct)
+    {
+        await conn.ExecuteAsync(Cmd(RewriteSwapSql.BoundMetadataWait, ct));
+        await CleanUpAsync(conn, ct);
+        await conn.ExecuteAsync(Cmd(RewriteSwapSql.CreateNext, ct));
+        foreach (var trigger in RewriteSwapSql.NoteTriggers)
+        {
+            await DdlAsync(conn, trigger, ct);
+        }
+    }
+
+    /// <summary>Triggers first: a trigger whose table is gone would fail every write of ordering.</summary>
+    public static async Task CleanUpAsync(MySqlConnection conn, CancellationToken ct)
+    {
+        foreach (var drop in RewriteSwapSql.DropTriggers)
+        {
+            await DdlAsync(conn, drop, ct);
+        }
+        await conn.ExecuteAsync(Cmd(RewriteSwapSql.DropWorkTables, ct));
+        await conn.ExecuteAsync(Cmd(RewriteSwapSql.ForgetTouched, ct));
+    }
+
+    /// <summary>Copies every lane in bulk; returns the lanes written.</summary>
+    public static async Task<int> CopyAsync(MySqlConnection conn, long bandBase, DateTime now, CancellationToken ct)
+    {
+        await conn.ExecuteAsync(Cmd(RewriteSwapSql.BulkLoadOn, ct));
+        try
+        {
+            await using var tx = await conn.BeginReadCommittedAsync(ct);
+            var copied = await conn.ExecuteAsync(new CommandDefinition(RewriteSwapSql.CopyAll, new { BandBase = bandBase, Now = now }, tx, cancellationToken: ct));
+            await tx.CommitAsync(ct);
+            return copied;
+        }
+        finally
+        {
+            await conn.ExecuteAsync(Cmd(RewriteSwapSql.BulkLoadOff, ct));
+        }
+    }
+
+    /// <summary>
+    /// Switches the triggers from noting to mirroring (each switch waits for the writers under the old trigger to
+    /// finish), then copies the noted lanes again as they stand.
+    /// </summary>
+    public static async Task CatchUpAsync(MySqlConnection conn, long bandBase, DateTime now, CancellationToken ct)
+    {
+        foreach (var trigger in RewriteSwapSql.MirrorTriggers)
+        {
+            await DdlAsync(conn, trigger, ct);
+        }
+        await Retry.OnDeadlockAsync(async c =>
+        {
+            await using var tx = await conn.BeginReadCommittedAsync(c);
+            await conn.ExecuteAsync(new CommandDefinition(RewriteSwapSql.LockTouched, null, tx, cancellationToken: c));
+            await conn.ExecuteAsync(new CommandDefinition(RewriteSwapSql.DeleteTouched, null, tx, cancellationToken: c));
+            await conn.ExecuteAsync(new CommandDefinition(RewriteSwapSql.CopyTouched, new { BandBase = bandBase, Now = now }, tx, cancellationToken: c));
+            await tx.CommitAsync(c);
+            return 0;
+        }, ct);
+    }
+
+    public static Task<int> CountLeftOutAsync(MySqlConnection conn, CancellationToken ct) =>
+        conn.ExecuteScalarAsync<int>(Cmd(RewriteSwapSql.CountLeftOut, ct));
+
+    /// <summary>Renames the new ordering into place and drops the old one with its triggers.</summary>
+    public static async Task SwapAsync(MySqlConnection conn, CancellationToken ct)
+    {
+        await DdlAsync(conn, RewriteSwapSql.Swap, ct);
+        await conn.ExecuteAsync(Cmd(RewriteSwapSql.DropRetired, ct));
+        await conn.ExecuteAsync(Cmd(RewriteSwapSql.ForgetTouched, ct));
+    }
+
+    /// <summary>A DDL statement on ordering, tried again when its metadata-lock wait (a second) runs out.</summary>
+    private static Task<int> DdlAsync(MySqlConnection conn, string sql, CancellationToken ct) =>
+        Retry.OnDeadlockAsync(c => conn.ExecuteAsync(Cmd(sql, c)), ct, attempts: 30);
+
+    private static CommandDefinition Cmd(string sql, CancellationToken ct) => new(sql, cancellationToken: ct);
+}

@@ -1,0 +1,156 @@
+namespace Queue.Core.Sql;
+
+/// <summary>
+/// The swap rewrite (docs/DESIGN.md, "The swap rewrite"): the new ordering is built beside the old one in
+/// <c>ordering_next</c> and renamed into its place, instead of moving every lane in place in each of ordering's five
+/// indexes. Lanes written while it builds are first noted in <c>ordering_touched</c> by triggers, then mirrored into
+/// <c>ordering_next</c> by triggers, and the noted ones copied again as they stand; the rename waits for every
+/// transaction that wrote the old table, so none of their writes is left behind.
+/// </summary>
+public static class RewriteSwapSql
+{
+    private const string Columns = "job_id, task, tenant_id, value, mode, blocked, available_at, updated_at";
+
+    /// <summary>
+    /// The leftovers of a rewrite that stopped half-way (its process killed): triggers first, since a trigger whose
+    /// table is gone fails every write of ordering.
+    /// </summary>
+    public static readonly string[] DropTriggers =
+    [
+        "DROP TRIGGER IF EXISTS ordering_rewrite_ai",
+        "DROP TRIGGER IF EXISTS ordering_rewrite_au",
+        "DROP TRIGGER IF EXISTS ordering_rewrite_ad",
+    ];
+
+    public const string DropWorkTables = "DROP TABLE IF EXISTS ordering_next, ordering_retired";
+
+    public const string ForgetTouched = "TRUNCATE TABLE ordering_touched";
+
+    /// <summary>Bounds how long a DDL statement below waits for ordering's metadata lock, and so how long claims queue behind it.</summary>
+    public const string BoundMetadataWait = "SET SESSION lock_wait_timeout = 1";
+
+    public const string CreateNext = "CREATE TABLE ordering_next LIKE ordering";
+
+    /// <summary>While the copy runs: the key of every lane written, whatever the writer.</summary>
+    public static readonly string[] NoteTriggers =
+    [
+        "CREATE OR REPLACE TRIGGER ordering_rewrite_ai AFTER INSERT ON ordering FOR EACH ROW INSERT IGNORE INTO ordering_touched (job_id, task) VALUES (NEW.job_id, NEW.task)",
+        "CREATE OR REPLACE TRIGGER ordering_rewrite_au AFTER UPDATE ON ordering FOR EACH ROW INSERT IGNORE INTO ordering_touched (job_id, task) VALUES (NEW.job_id, NEW.task)",
+        "CREATE OR REPLACE TRIGGER ordering_rewrite_ad AFTER DELETE ON ordering FOR EACH ROW INSERT IGNORE INTO ordering_touched (job_id, task) VALUES (OLD.job_id, OLD.task)",
+    ];
+
+    /// <summary>
+    /// After the copy: every write of a lane is written into ordering_next too, in the writer's own transaction. A new
+    /// lane is taken whole. An updated lane keeps the rewrite's value and mode unless the writer changed them itself
+    /// (a technician's override, a provisional value), as <see cref="RewriteSql.ApplyValues"/> leaves such lanes.
+    /// </summary>
+    public static readonly string[] MirrorTriggers =
+    [
+        $"""
+        CREATE OR REPLACE TRIGGER ordering_rewrite_ai AFTER INSERT ON ordering FOR EACH ROW
+        INSERT INTO ordering_next ({Columns})
+        VALUES (NEW.job_id, NEW.task, NEW.tenant_id, NEW.value, NEW.mode, NEW.blocked, NEW.available_at, NEW.updated_at)
+        ON DUPLICATE KEY UPDATE tenant_id = NEW.tenant_id, value = NEW.value, mode = NEW.mode, blocked = NEW.blocked,
+          available_at = NEW.available_at, updated_at = NEW.updated_at
+        """,
+        $"""
+        CREATE OR REPLACE TRIGGER ordering_rewrite_au AFTER UPDATE ON ordering FOR EACH ROW
+        INSERT INTO ordering_next ({Columns})
+        VALUES (NEW.job_id, NEW.task, NEW.tenant_id, NEW.value, NEW.mode, NEW.blocked, NEW.available_at, NEW.updated_at)
+        ON DUPLICATE KEY UPDATE tenant_id = NEW.tenant_id, blocked = NEW.blocked, available_at = NEW.available_at,
+          updated_at = NEW.updated_at,
+          value = IF(NEW.value <> OLD.value OR NEW.mode <> OLD.mode, NEW.value, value),
+          mode = IF(NEW.value <> OLD.value OR NEW.mode <> OLD.mode, NEW.mode, mode)
+        """,
+        "CREATE OR REPLACE TRIGGER ordering_rewrite_ad AFTER DELETE ON ordering FOR EACH ROW DELETE FROM ordering_next WHERE job_id = OLD.job_id AND task = OLD.task",
+    ];
+
+    /// <summary>
+    /// A lane as the new ordering holds it (lane o, its job's row v of rewrite_values or NULL for a job the snapshot did
+    /// not see): the rewrite's value and mode, unless a technician changed the lane's override since the snapshot
+    /// (the rule of <see cref="RewriteSql.ApplyValues"/>); otherwise the lane as it stands.
+    /// </summary>
+    private const string Rewritten = "v.has_work = 1 AND (o.mode = v.seen_mode OR (o.mode <> 'override' AND v.seen_mode <> 'override'))";
+
+    private const string NewLane = $"""
+        o.job_id, o.task, o.tenant_id,
+               IF({Rewritten}, IF(o.mode = 'override' AND v.mode = 'override', {RewriteSql.LaneValue} + @BandBase, v.value), o.value),
+               IF({Rewritten}, v.mode, o.mode),
+               o.blocked, o.available_at,
+               IF({Rewritten}, @Now, o.updated_at)
+        """;
+
+    /// <summary>
+    /// Lanes of jobs the snapshot saw with no work left are left out, unless the job has work again now (read again
+    /// here, as <see cref="RewriteSql.RemoveFinished"/> does).
+    /// </summary>
+    private const string StillWanted = """
+        (v.job_id IS NULL OR v.has_work = 1
+               OR EXISTS (SELECT 1 FROM jobs j WHERE j.id = o.job_id AND j.state <> 3
+                          AND j.items_total - j.items_done - j.items_dead - j.items_cancelled > 0))
+        """;
+
+    /// <summary>
+    /// The copy: every lane, in primary-key order, into the empty ordering_next. Run alone in a transaction with
+    /// unique_checks and foreign_key_checks off, so InnoDB loads the empty table in bulk (MDEV-24621: its indexes sorted
+    /// and built, one undo record): 100k lanes in 0.63 s against 2.2 s to update them in place. The bulk load locks
+    /// ordering_next whole until its commit, which is why the triggers only note keys meanwhile.
+    /// </summary>
+    public const string CopyAll = $"""
+        INSERT INTO ordering_next ({Columns})
+        SELECT {NewLane}
+        FROM ordering o
+        LEFT JOIN rewrite_values v ON v.job_id = o.job_id
+        WHERE {StillWanted}
+        """;
+
+    public const string BulkLoadOn = "SET SESSION unique_checks = 0, foreign_key_checks = 0";
+
+    public const string BulkLoadOff = "SET SESSION unique_checks = 1, foreign_key_checks = 1";
+
+    /// <summary>
+    /// The noted lanes that still exist, locked, so their writers wait for <see cref="CopyTouched"/> to commit and then
+    /// mirror on top of it.
+    /// </summary>
+    public const string LockTouched = """
+        SELECT COUNT(*) FROM ordering_touched t
+        STRAIGHT_JOIN ordering o ON o.job_id = t.job_id AND o.task = t.task
+        FOR UPDATE
+        """;
+
+    public const string DeleteTouched = """
+        DELETE n FROM ordering_touched t
+        STRAIGHT_JOIN ordering_next n ON n.job_id = t.job_id AND n.task = t.task
+        """;
+
+    /// <summary>
+    /// The noted lanes again, as they stand. A lane created and mirrored since <see cref="LockTouched"/> is already in
+    /// ordering_next, as it stands: the duplicate takes it again.
+    /// </summary>
+    public const string CopyTouched = $"""
+        INSERT INTO ordering_next ({Columns})
+        SELECT {NewLane}
+        FROM ordering_touched t
+        STRAIGHT_JOIN ordering o ON o.job_id = t.job_id AND o.task = t.task
+        LEFT JOIN rewrite_values v ON v.job_id = o.job_id
+        WHERE {StillWanted}
+        ON DUPLICATE KEY UPDATE tenant_id = VALUES(tenant_id), value = VALUES(value), mode = VALUES(mode),
+          blocked = VALUES(blocked), available_at = VALUES(available_at), updated_at = VALUES(updated_at)
+        """;
+
+    /// <summary>Lanes of the snapshot's finished jobs that the new ordering leaves out.</summary>
+    public const string CountLeftOut = """
+        SELECT COUNT(*) FROM rewrite_values v
+        STRAIGHT_JOIN ordering o ON o.job_id = v.job_id
+        WHERE v.has_work = 0
+          AND NOT EXISTS (SELECT 1 FROM ordering_next n WHERE n.job_id = o.job_id AND n.task = o.task)
+        """;
+
+    /// <summary>
+    /// One atomic rename: it waits for every transaction holding ordering (each of whose writes the triggers mirrored),
+    /// and every statement after it reads the new ordering. The old table goes with its triggers.
+    /// </summary>
+    public const string Swap = "RENAME TABLE ordering TO ordering_retired, ordering_next TO ordering";
+
+    public const string DropRetired = "DROP TABLE ordering_retired";
+}
