@@ -44,6 +44,7 @@ internal static class OrderingSwap
             await using var tx = await conn.BeginReadCommittedAsync(ct);
             var copied = await conn.ExecuteAsync(new CommandDefinition(RewriteSwapSql.CopyAll, new { BandBase = bandBase, Now = now }, tx, cancellationToken: ct));
             await tx.CommitAsync(ct);
+            await conn.ExecuteAsync(Cmd(RewriteSwapSql.AnalyzeNext, ct));
             return copied;
         }
         finally
