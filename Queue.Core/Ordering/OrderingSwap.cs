@@ -87,7 +87,7 @@ internal static class OrderingSwap
 
     /// <summary>A DDL statement on ordering, tried again when its metadata-lock wait (a second) runs out.</summary>
     private static Task<int> DdlAsync(MySqlConnection conn, string sql, CancellationToken ct) =>
-        Retry.OnDeadlockAsync(c => conn.ExecuteAsync(Cmd(sql, c)), ct, attempts: 30);
+        Retry.OnDeadlockAsync(c => conn.ExecuteAsync(Cmd(sql, c)), ct, attempts: 10);
 
     private static CommandDefinition Cmd(string sql, CancellationToken ct) => new(sql, cancellationToken: ct);
 }
