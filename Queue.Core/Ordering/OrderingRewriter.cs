@@ -24,10 +24,11 @@ public sealed record RewriteResult(
     TimeSpan Duration);
 
 /// <summary>
-/// The ordering rewrite: at each period boundary every lane gets its value in the period's mode, in one READ COMMITTED
-/// transaction. Claimers read the ordering with consistent (lock-free) reads, so they see all of the old ordering or
-/// all of the new one and are never blocked by it. Lives in Core so the Scheduler's Quartz job, the benchmark and
-/// tests all run the same code.
+/// The ordering rewrite: at each period boundary every lane gets its value in the period's mode, and claimers see all
+/// of the old ordering or all of the new one. By default the new ordering is built beside the old one and renamed into
+/// its place (<see cref="OrderingSwap"/>); <c>Ordering:RewriteMethod=in-place</c> writes it in one READ COMMITTED
+/// transaction, which consistent reads see only once it commits. Lives in Core so the Scheduler's Quartz job, the
+/// benchmark and tests all run the same code.
 /// </summary>
 public sealed partial class OrderingRewriter(
     MySqlDataSource db,
