@@ -21,7 +21,7 @@ namespace Queue.Bench;
 /// rewrite finds it); (2) claim latency with the real Core claim transaction (one item per
 /// READ COMMITTED transaction, as ClaimBench's raw figure) at 16 claimers, without a rewrite and while rewrites run
 /// back to back. Options: <c>--jobs N</c> (default 100000), <c>--seconds N</c> per claim phase (default 15),
-/// <c>--claimers N</c> (default 16), <c>--digests</c> (the costliest statements of each claim phase; see
+/// <c>--claimers N</c> (default 16), <c>--method swap|in-place</c> (Ordering:RewriteMethod, default swap), <c>--digests</c> (the costliest statements of each claim phase; see
 /// <see cref="StatementDigests"/>).
 /// </summary>
 public static class RewriteBench
@@ -34,6 +34,14 @@ public static class RewriteBench
         var seconds = Arg(args, "--seconds", 15);
         var claimers = Arg(args, "--claimers", 16);
         var digests = args.Contains("--digests");
+        var at = Array.IndexOf(args, "--method");
+        var method = at >= 0 && at + 1 < args.Length ? args[at + 1] : OrderingOptions.Swap;
+        if (method is not (OrderingOptions.Swap or OrderingOptions.InPlace))
+        {
+            Console.Error.WriteLine($"--method must be {OrderingOptions.Swap} or {OrderingOptions.InPlace}");
+            return 2;
+        }
+        Console.WriteLine($"rewrite method: {method}");
         var report = new Report();
         await using var env = await BenchEnvironment.StartAsync();
         await using var db = new MySqlDataSourceBuilder(QueueDatabase.Normalize(env.ConnectionString)).Build();
@@ -48,7 +56,7 @@ public static class RewriteBench
         // The rewriter's own clock steps one period per rewrite, so each rewrite flips the mode and rewrites every lane.
         var clock = new SteppedClock(DateTimeOffset.UtcNow);
         var calendar = new OrderingCalendar(clock, Options.Create(new OrderingOptions()));
-        var rewriter = new OrderingRewriter(db, calendar, new OrderingLanes(calendar, clock), clock, Options.Create(new OrderingOptions()), NullLogger<OrderingRewriter>.Instance);
+        var rewriter = new OrderingRewriter(db, calendar, new OrderingLanes(calendar, clock), clock, Options.Create(new OrderingOptions { RewriteMethod = method }), NullLogger<OrderingRewriter>.Instance);
         async Task<RewriteResult> RewriteNextAsync()
         {
             var r = await rewriter.RewriteAsync("bench");

@@ -18,18 +18,16 @@ internal static class OrderingSwap
         await conn.ExecuteAsync(Cmd(RewriteSwapSql.BoundMetadataWait, ct));
         await CleanUpAsync(conn, ct);
         await conn.ExecuteAsync(Cmd(RewriteSwapSql.CreateNext, ct));
-        foreach (var trigger in RewriteSwapSql.NoteTriggers)
-        {
-            await DdlAsync(conn, trigger, ct);
-        }
+        await TriggersAsync(conn, RewriteSwapSql.LockForNotes, RewriteSwapSql.NoteTriggers, ct);
     }
 
     /// <summary>Triggers first: a trigger whose table is gone would fail every write of ordering.</summary>
     public static async Task CleanUpAsync(MySqlConnection conn, CancellationToken ct)
     {
-        foreach (var drop in RewriteSwapSql.DropTriggers)
+        // Only when there are any: the table lock waits for every transaction on ordering.
+        if (await conn.ExecuteScalarAsync<long>(Cmd(RewriteSwapSql.LeftTriggers, ct)) > 0)
         {
-            await DdlAsync(conn, drop, ct);
+            await TriggersAsync(conn, RewriteSwapSql.LockForNotes, RewriteSwapSql.DropTriggers, ct);
         }
         await conn.ExecuteAsync(Cmd(RewriteSwapSql.DropWorkTables, ct));
         await conn.ExecuteAsync(Cmd(RewriteSwapSql.ForgetTouched, ct));
@@ -59,10 +57,7 @@ internal static class OrderingSwap
     /// </summary>
     public static async Task CatchUpAsync(MySqlConnection conn, long bandBase, DateTime now, CancellationToken ct)
     {
-        foreach (var trigger in RewriteSwapSql.MirrorTriggers)
-        {
-            await DdlAsync(conn, trigger, ct);
-        }
+        await TriggersAsync(conn, RewriteSwapSql.LockForMirror, RewriteSwapSql.MirrorTriggers, ct);
         await Retry.OnDeadlockAsync(async c =>
         {
             await using var tx = await conn.BeginReadCommittedAsync(c);
@@ -84,6 +79,28 @@ internal static class OrderingSwap
         await conn.ExecuteAsync(Cmd(RewriteSwapSql.DropRetired, ct));
         await conn.ExecuteAsync(Cmd(RewriteSwapSql.ForgetTouched, ct));
     }
+
+    /// <summary>
+    /// Trigger statements under one table lock (<see cref="RewriteSwapSql.LockForNotes"/>), all tried again when the
+    /// lock's wait (a second) runs out.
+    /// </summary>
+    private static Task<int> TriggersAsync(MySqlConnection conn, string lockTables, string[] statements, CancellationToken ct) =>
+        Retry.OnDeadlockAsync(async c =>
+        {
+            await conn.ExecuteAsync(Cmd(lockTables, c));
+            try
+            {
+                foreach (var sql in statements)
+                {
+                    await conn.ExecuteAsync(Cmd(sql, c));
+                }
+            }
+            finally
+            {
+                await conn.ExecuteAsync(Cmd(RewriteSwapSql.Unlock, CancellationToken.None));
+            }
+            return statements.Length;
+        }, ct, attempts: 10);
 
     /// <summary>A DDL statement on ordering, tried again when its metadata-lock wait (a second) runs out.</summary>
     private static Task<int> DdlAsync(MySqlConnection conn, string sql, CancellationToken ct) =>
