@@ -15,9 +15,11 @@ public static class RewriteSql
 
     /// <summary>
     /// The cap of the in-memory working table below (the session's MEMORY table size; the server's default is 16 MiB,
-    /// about 200,000 jobs). Set before CREATE, which fixes the table's cap.
+    /// about 200,000 jobs). Set before CREATE, which fixes the table's cap. The same cap for the fill's own internal
+    /// temporary table (the lanes grouped by job): above the default 16 MiB (about 250k jobs) it went to disk, and
+    /// the fill of 1M jobs took 8.2 s against 4.1 s in memory.
     /// </summary>
-    public const string CapValuesMemory = "SET SESSION max_heap_table_size = @Bytes";
+    public const string CapValuesMemory = "SET SESSION max_heap_table_size = @Bytes, tmp_table_size = @Bytes";
 
     /// <summary>
     /// One row per job that has lanes. A temporary table is private to the connection and vanishes with it, so a
