@@ -214,6 +214,8 @@ public sealed partial class OrderingRewriter(
             await using var conn = await db.OpenConnectionAsync(c);
             await using var tx = await conn.BeginReadCommittedAsync(c);
             await conn.ExecuteAsync(Cmd(RewriteSql.LockRewrite, null, tx, c));
+            // Before this transaction touches ordering: the clean-up's table lock waits for every transaction on it.
+            await OrderingSwap.RemoveLeftoversAsync(db, c);
             var expired = await SwitchOffExpiredAsync(conn, tx, now, c);
             foreach (var jobId in expired.Select(o => o.JobId).Distinct())
             {

@@ -21,6 +21,20 @@ internal static class OrderingSwap
         await TriggersAsync(conn, RewriteSwapSql.LockForNotes, RewriteSwapSql.NoteTriggers, ct);
     }
 
+    /// <summary>
+    /// For the override sweep, which holds the 'rewrite' lock (so no swap is building): the triggers of a swap whose
+    /// process died, which would otherwise cost every lane write a second row write until the next rewrite.
+    /// </summary>
+    public static async Task RemoveLeftoversAsync(MySqlDataSource db, CancellationToken ct)
+    {
+        await using var conn = await db.OpenConnectionAsync(ct);
+        if (await conn.ExecuteScalarAsync<long>(Cmd(RewriteSwapSql.LeftTriggers, ct)) > 0)
+        {
+            await conn.ExecuteAsync(Cmd(RewriteSwapSql.BoundMetadataWait, ct));
+            await CleanUpAsync(conn, ct);
+        }
+    }
+
     /// <summary>Triggers first: a trigger whose table is gone would fail every write of ordering.</summary>
     public static async Task CleanUpAsync(MySqlConnection conn, CancellationToken ct)
     {

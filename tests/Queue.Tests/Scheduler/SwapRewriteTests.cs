@@ -85,6 +85,29 @@ public sealed class SwapRewriteTests
         Assert.Equal([(second, 3L, "smallest"), (third, 4L, "smallest")], await ValuesAsync(conn));
     }
 
+    [Fact]
+    public async Task The_override_sweep_removes_the_triggers_of_a_swap_that_stopped_so_they_do_not_wait_for_the_next_rewrite()
+    {
+        await using var db = await FreshDatabase.CreateAsync();
+        var bed = OrderingTestbed.At(db.DataSource, ElevenOClock);
+        var tenant = await db.NewTenantAsync();
+        var job = await bed.NewJobAsync(tenant, 2);
+        await bed.Rewriter.RewriteAsync("test");
+        bed.AdvanceTo(OrderingMode.Smallest);
+        await using (var swap = await db.DataSource.OpenConnectionAsync())
+        {
+            await BuildAsync(bed, swap);
+        }
+
+        await using var conn = await db.DataSource.OpenConnectionAsync();
+        Assert.Equal(3L, await TriggersAsync(conn));
+        await bed.Rewriter.ExpireOverridesAsync();
+        Assert.Equal(0L, await TriggersAsync(conn));
+        Assert.Equal(0L, await conn.ExecuteScalarAsync<long>(
+            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'ordering_next'"));
+        Assert.Equal([(job, 10000L, "oldest")], await ValuesAsync(conn)); // the old ordering, until the next rewrite
+    }
+
     /// <summary>The swap up to its copy, with the rewriter's own statements; returns the lanes copied.</summary>
     private static async Task<int> BuildAsync(OrderingTestbed bed, MySqlConnection swap)
     {
