@@ -136,28 +136,33 @@ public sealed partial class OrderingRewriter(
     private async Task<(int Ranked, int Updated, int Removed)> SwapAsync(string mode, long bandBase, DateTime now, CancellationToken ct)
     {
         await using var conn = await db.OpenConnectionAsync(ct);
-        var swapped = false;
+        int copied, removed;
         try
         {
             await OrderingSwap.PrepareAsync(conn, ct);
             await FillValuesAsync(conn, null, RewriteSql.FillValuesUnsliced, mode, bandBase, now, ct);
-            var copied = await OrderingSwap.CopyAsync(conn, bandBase, now, ct);
+            copied = await OrderingSwap.CopyAsync(conn, bandBase, now, ct);
             await OrderingSwap.CatchUpAsync(conn, bandBase, now, ct);
-            var removed = await OrderingSwap.CountLeftOutAsync(conn, ct);
+            removed = await OrderingSwap.CountLeftOutAsync(conn, ct);
             await OrderingSwap.SwapAsync(conn, ct);
-            swapped = true;
-            var ranked = (int)await conn.ExecuteScalarAsync<long>(Cmd(RewriteSql.CountRanked, null, null, ct));
-            await conn.ExecuteAsync(Cmd(RewriteSql.DropValues, null, null, ct));
-            return (ranked, copied, removed);
         }
-        finally
+        catch (Exception e) when (e is MySqlException or OperationCanceledException)
         {
-            if (!swapped)
+            // On a connection of its own (this one may be broken) and not on the caller's token (a cancelled rewrite
+            // must still take its triggers away). Should that fail too, the override sweep removes them.
+            try
             {
-                // Not on the caller's token: a cancelled rewrite must still take its triggers away.
-                await OrderingSwap.CleanUpAsync(conn, CancellationToken.None);
+                await OrderingSwap.RemoveLeftoversAsync(db, CancellationToken.None);
             }
+            catch (MySqlException cleanup)
+            {
+                SwapLeftovers(logger, cleanup);
+            }
+            throw;
         }
+        var ranked = (int)await conn.ExecuteScalarAsync<long>(Cmd(RewriteSql.CountRanked, null, null, ct));
+        await conn.ExecuteAsync(Cmd(RewriteSql.DropValues, null, null, ct));
+        return (ranked, copied, removed);
     }
 
     /// <summary>
@@ -287,6 +292,9 @@ public sealed partial class OrderingRewriter(
 
     [LoggerMessage(EventId = 4002, Level = LogLevel.Information, Message = "The ordering for the {Mode} period starting {PeriodStart:o} was already rewritten; nothing to do")]
     private static partial void RewriteSkipped(ILogger logger, DateTimeOffset periodStart, string mode);
+
+    [LoggerMessage(EventId = 4004, Level = LogLevel.Warning, Message = "A failed swap rewrite could not remove its triggers; the override sweep will")]
+    private static partial void SwapLeftovers(ILogger logger, Exception error);
 
     [LoggerMessage(EventId = 4003, Level = LogLevel.Warning, Message = "The rewrite's values outgrew {Bytes} bytes in memory (Ordering:RewriteMemoryBytes); computing them on disk")]
     private static partial void ValuesOnDisk(ILogger logger, long bytes);
