@@ -34,8 +34,7 @@ public static class RewriteBench
         var seconds = Arg(args, "--seconds", 15);
         var claimers = Arg(args, "--claimers", 16);
         var digests = args.Contains("--digests");
-        var at = Array.IndexOf(args, "--method");
-        var method = at >= 0 && at + 1 < args.Length ? args[at + 1] : OrderingOptions.Swap;
+        var method = BenchArgs.Option(args, "--method") ?? OrderingOptions.Swap;
         if (method is not (OrderingOptions.Swap or OrderingOptions.InPlace))
         {
             Console.Error.WriteLine($"--method must be {OrderingOptions.Swap} or {OrderingOptions.InPlace}");

@@ -16,7 +16,7 @@ internal static class OrderingSwap
     public static async Task PrepareAsync(MySqlConnection conn, CancellationToken ct)
     {
         await conn.ExecuteAsync(Cmd(RewriteSwapSql.BoundMetadataWait, ct));
-        await CleanUpAsync(conn, ct);
+        await CleanUpAsync(conn, await TriggersLeftAsync(conn, ct), ct);
         await conn.ExecuteAsync(Cmd(RewriteSwapSql.CreateNext, ct));
         await TriggersAsync(conn, RewriteSwapSql.LockForNotes, RewriteSwapSql.NoteTriggers, ct);
     }
@@ -28,18 +28,23 @@ internal static class OrderingSwap
     public static async Task RemoveLeftoversAsync(MySqlDataSource db, CancellationToken ct)
     {
         await using var conn = await db.OpenConnectionAsync(ct);
-        if (await conn.ExecuteScalarAsync<long>(Cmd(RewriteSwapSql.LeftTriggers, ct)) > 0)
+        if (await TriggersLeftAsync(conn, ct))
         {
             await conn.ExecuteAsync(Cmd(RewriteSwapSql.BoundMetadataWait, ct));
-            await CleanUpAsync(conn, ct);
+            await CleanUpAsync(conn, triggersLeft: true, ct);
         }
     }
 
-    /// <summary>Triggers first: a trigger whose table is gone would fail every write of ordering.</summary>
-    public static async Task CleanUpAsync(MySqlConnection conn, CancellationToken ct)
+    private static async Task<bool> TriggersLeftAsync(MySqlConnection conn, CancellationToken ct) =>
+        await conn.ExecuteScalarAsync<long>(Cmd(RewriteSwapSql.LeftTriggers, ct)) > 0;
+
+    /// <summary>
+    /// Triggers first: a trigger whose table is gone would fail every write of ordering. Dropped only when there are
+    /// any, since the table lock waits for every transaction on ordering.
+    /// </summary>
+    private static async Task CleanUpAsync(MySqlConnection conn, bool triggersLeft, CancellationToken ct)
     {
-        // Only when there are any: the table lock waits for every transaction on ordering.
-        if (await conn.ExecuteScalarAsync<long>(Cmd(RewriteSwapSql.LeftTriggers, ct)) > 0)
+        if (triggersLeft)
         {
             await TriggersAsync(conn, RewriteSwapSql.LockForNotes, RewriteSwapSql.DropTriggers, ct);
         }
