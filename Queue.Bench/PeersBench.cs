@@ -15,10 +15,11 @@ namespace Queue.Bench;
 /// <c>--peers-dir DIR</c>, <c>--digests</c> (the costliest statements of each phase, <c>--digests-top N</c> of them, 12 by
 /// default; see <see cref="StatementDigests"/>),
 /// <c>--client</c> (every call through Queue.Client instead of raw HttpClient requests, so the client's overhead shows;
-/// the client always sends an Idempotency-Key, so compare it with <c>--idempotency</c>), <c>--sequential-completions</c> (each
-/// drain worker waits for its completion's answer before its next POST /next; by default it claims the next item while
-/// the previous completion is still in flight, at most one per worker, as Queue.Client's <c>WorkAsync</c> does by
-/// default and as graphile-worker's workers do: their completeJob is fire-and-forget).
+/// the client always sends an Idempotency-Key, so compare it with <c>--idempotency</c>), <c>--completions-in-flight N</c>
+/// (how many completions the drain workers may have unanswered at once, all workers together; by default the workers
+/// + 4, as graphile-worker's workers, whose completeJob is fire-and-forget over a pool of workers + 4 connections, and as
+/// Queue.Client's <c>WorkAsync</c> by default; 0, or <c>--sequential-completions</c>, answers each completion before
+/// the worker's next POST /next).
 /// </summary>
 public static class PeersBench
 {
@@ -35,13 +36,15 @@ public static class PeersBench
         var idempotency = args.Contains("--idempotency");
         var noPeer = args.Contains("--no-peer");
         var viaClient = args.Contains("--client");
-        var overlap = !args.Contains("--sequential-completions");
+        // null: the workers + 4 of each drain.
+        int? inFlight = args.Contains("--sequential-completions") ? 0
+            : BenchArgs.Option(args, "--completions-in-flight") is { } k ? int.Parse(k, CultureInfo.InvariantCulture) : null;
         Console.WriteLine($"peers: {jobs:N0} one-item jobs ({{\"i\":n,\"pad\":1,000 x}} as one inline base64 document, 1 task), {Producers} producers, " +
             $"batches of {Batch:N0}, drains at {string.Join('/', workers)} workers (cap {drainMaxS} s), Idempotency-Key {(idempotency || viaClient ? "on" : "off")}, " +
-            $"calls through {(viaClient ? "Queue.Client" : "raw HttpClient requests")}{(overlap ? ", each completion overlapped with the next claim" : ", each completion answered before the next claim")}");
+            $"calls through {(viaClient ? "Queue.Client" : "raw HttpClient requests")}{(inFlight == 0 ? ", each completion answered before the next claim" : $", up to {(inFlight is { } f ? f.ToString(CultureInfo.InvariantCulture) : "workers + 4")} completions in flight beside the claims")}");
 
         var digests = args.Contains("--digests") ? int.Parse(BenchArgs.Option(args, "--digests-top") ?? "12", CultureInfo.InvariantCulture) : 0;
-        var queue = await RunQueueAsync(jobs, workers, TimeSpan.FromSeconds(drainMaxS), TimeSpan.FromSeconds(enqMaxS), idempotency, digests, viaClient, overlap);
+        var queue = await RunQueueAsync(jobs, workers, TimeSpan.FromSeconds(drainMaxS), TimeSpan.FromSeconds(enqMaxS), idempotency, digests, viaClient, inFlight);
         List<PeerResult>? peer = null;
         if (!noPeer)
         {
@@ -54,7 +57,7 @@ public static class PeersBench
         return Verdicts(queue, peer);
     }
 
-    private static async Task<QueueFigures> RunQueueAsync(long jobs, int[] workers, TimeSpan drainCap, TimeSpan enqCap, bool idempotency, int digests, bool viaClient, bool overlap)
+    private static async Task<QueueFigures> RunQueueAsync(long jobs, int[] workers, TimeSpan drainCap, TimeSpan enqCap, bool idempotency, int digests, bool viaClient, int? inFlight)
     {
         await using var env = await BenchEnvironment.StartAsync();
         await using var db = SubmitBenchKit.DataSource(env);
@@ -92,7 +95,7 @@ public static class PeersBench
         // Warm-up on its own task, drained to nothing: JIT, pools, key cache, buffer pool pages, both paths.
         var warm = await load.EnqueueAsync("warm", 320, 1, Producers, enqCap, Idem("warm"));
         var warmBatch = await load.EnqueueAsync("warm", 200, 200, 1, enqCap, Idem("warm-batch"));
-        await load.DrainAsync("warm", Producers, warm.Items + warmBatch.Items, drainCap);
+        await load.DrainAsync("warm", Producers, warm.Items + warmBatch.Items, drainCap, Producers + 4);
         Console.WriteLine($"Queue.Api {api.Url}, warmed up; idle RSS {api.RssBytes() / 1048576.0:F0} MB, mariadbd {RssOf(mariadbPid) / 1048576.0:F0} MB");
 
         // Batch first on its own task, then cancelled: the single-job phase starts from an empty queue, as each peer
@@ -122,7 +125,7 @@ public static class PeersBench
                 queued += topUp.Items;
                 Console.WriteLine(string.Create(CultureInfo.InvariantCulture, $"  topped up {topUp.Items:N0} jobs in {topUp.Seconds:F1} s ({topUp.PerSecond:N0} jobs/s)"));
             }
-            var drain = await Measure($"drain-{n}", () => load.DrainAsync(PeerTask, n, queued, drainCap, overlap), r => r.Completed);
+            var drain = await Measure($"drain-{n}", () => load.DrainAsync(PeerTask, n, queued, drainCap, inFlight ?? n + 4), r => r.Completed);
             queued -= drain.Completed;
             drains.Add(drain);
             Report.Row($"drain {n} worker{(n == 1 ? "" : "s")}: POST /next", drain.PerSecond, drain.Claims, rss[^1].Api, "items/s");

@@ -74,26 +74,36 @@ internal sealed class PeersWorkload(IPeersCalls via)
     /// <paramref name="workers"/> loops of POST /next (max 1, wait 0) then complete, until every one of the
     /// <paramref name="queued"/> items was claimed or <paramref name="cap"/> passed. A 204 while items are still
     /// unclaimed is counted and retried after 5 ms, so a momentary empty answer does not end a worker early. With
-    /// <paramref name="overlap"/>, a worker claims its next item while its previous completion is still in flight (at
-    /// most one), and the phase ends when every completion has been answered.
+    /// <paramref name="completionsInFlight"/> above 0, a worker claims its next item while its completions are still in
+    /// flight, as long as fewer than that many are, counted over all the workers (graphile-worker's completeJob is
+    /// fire-and-forget, bounded only by its pool of workers + 4 connections); the phase ends when every completion has
+    /// been answered, and only answered completions count. With 0, each completion is answered before the next claim.
     /// </summary>
-    public async Task<DrainResult> DrainAsync(string task, int workers, long queued, TimeSpan cap, bool overlap = false)
+    public async Task<DrainResult> DrainAsync(string task, int workers, long queued, TimeSpan cap, int completionsInFlight)
     {
         var claims = Report.NewHistogram();
         var completes = Report.NewHistogram();
         long claimed = 0, completed = 0, emptyWhileQueued = 0;
         var start = Stopwatch.GetTimestamp();
         var deadline = start + (long)(cap.TotalSeconds * Stopwatch.Frequency);
+        using var inFlight = new SemaphoreSlim(Math.Max(1, completionsInFlight));
         await Task.WhenAll(Enumerable.Range(0, workers).Select(w => Task.Run(async () =>
         {
             var claim = via.Claimer(w, task);
-            Task? finishing = null;
+            var finishing = new List<Task>();
             async Task FinishAsync(Func<Task> complete)
             {
-                var t1 = Stopwatch.GetTimestamp();
-                await complete();
-                Report.Record(completes, t1);
-                Interlocked.Increment(ref completed);
+                try
+                {
+                    var t1 = Stopwatch.GetTimestamp();
+                    await complete();
+                    Report.Record(completes, t1);
+                    Interlocked.Increment(ref completed);
+                }
+                finally
+                {
+                    inFlight.Release();
+                }
             }
             while (Stopwatch.GetTimestamp() < deadline && Interlocked.Read(ref claimed) < queued)
             {
@@ -104,7 +114,7 @@ internal sealed class PeersWorkload(IPeersCalls via)
                 {
                     if (Interlocked.Read(ref claimed) >= queued)
                     {
-                        // Every item is out; this worker's own completion may still be in flight, and counts.
+                        // Every item is out; this worker's own completions may still be in flight, and count.
                         break;
                     }
                     Interlocked.Increment(ref emptyWhileQueued);
@@ -112,21 +122,17 @@ internal sealed class PeersWorkload(IPeersCalls via)
                     continue;
                 }
                 Interlocked.Increment(ref claimed);
-                if (finishing is not null)
+                await inFlight.WaitAsync();
+                var finish = FinishAsync(complete);
+                if (completionsInFlight == 0)
                 {
-                    await finishing;
+                    await finish;
+                    continue;
                 }
-                finishing = FinishAsync(complete);
-                if (!overlap)
-                {
-                    await finishing;
-                    finishing = null;
-                }
+                finishing.RemoveAll(t => t.IsCompletedSuccessfully);
+                finishing.Add(finish);
             }
-            if (finishing is not null)
-            {
-                await finishing;
-            }
+            await Task.WhenAll(finishing);
         })));
         var seconds = Stopwatch.GetElapsedTime(start).TotalSeconds;
         return new DrainResult(workers, queued, completed, seconds, completed < queued, claims, completes, emptyWhileQueued);

@@ -14,8 +14,10 @@ internal sealed class QueueWorker(QueueClient client, IReadOnlyList<string> task
     {
         ArgumentOutOfRangeException.ThrowIfLessThan(concurrency, 1);
         using var slots = new SemaphoreSlim(concurrency);
-        // Completions and fails still in flight after their slot went back to claiming: at most one per slot.
-        using var finishing = new SemaphoreSlim(concurrency);
+        // Completions and fails still in flight after their slot went back to claiming.
+        var finishes = options.FinishesInFlight ?? concurrency + 4;
+        ArgumentOutOfRangeException.ThrowIfLessThan(finishes, 1, nameof(WorkOptions.FinishesInFlight));
+        using var finishing = new SemaphoreSlim(finishes);
         // Running handlers outlive the caller's token by the grace period, so a Ctrl-C lets short work finish.
         using var grace = new CancellationTokenSource();
         await using var registration = ct.Register(() => grace.CancelAfter(options.ShutdownGrace));

@@ -23,12 +23,21 @@ public sealed class WorkOptions
 
     /// <summary>
     /// True (the default): a slot claims its next item as soon as its handler returns, while that item's complete or
-    /// fail is still in flight (at most one such call per slot). A worker of one slot then does about 1.4 times the
-    /// items per second (docs/DESIGN.md "Peer speed"). False: the next claim waits until the service has answered the
-    /// complete or fail. Either way the call is awaited before <see cref="QueueClient.WorkAsync"/> returns, and a
-    /// completion the service never confirms leaves the item leased until its lease expires, to be handed out again.
+    /// fail is still in flight (up to <see cref="FinishesInFlight"/> such calls at once). A worker of one slot then does
+    /// about twice the items per second (docs/DESIGN.md "Peer speed"). False: the next claim waits until the service has
+    /// answered the complete or fail. Either way the call is awaited before <see cref="QueueClient.WorkAsync"/> returns,
+    /// and a completion the service never confirms leaves the item leased until its lease expires, to be handed out again.
     /// </summary>
     public bool FinishInBackground { get; set; } = true;
+
+    /// <summary>
+    /// With <see cref="FinishInBackground"/>, how many completes and fails may be unanswered at once, over all slots;
+    /// a slot whose handler returns beyond that waits for one of them before it claims again. Null (the default): the
+    /// concurrency + 4, the bound graphile-worker's fire-and-forget completions have from its pool of concurrency + 4
+    /// connections. The service groups the calls that arrive together into one transaction, so a slot's completions
+    /// need not wait for each other's commit.
+    /// </summary>
+    public int? FinishesInFlight { get; set; }
 
     /// <summary>Called with each finished item and how it ended, e.g. for logs and counters.</summary>
     public Action<WorkItem, WorkOutcome, Exception?>? OnFinished { get; set; }
