@@ -29,11 +29,34 @@ internal interface IPeersCalls
 /// <summary>The peer's document, <c>{"i": n, "pad": "x" * 1000}</c>, the same bytes on both paths.</summary>
 internal static class PeersDocument
 {
-    private static readonly string Pad = new('x', 1000);
+    /// <summary>Room for the largest document: the pad, the wrapping and a 20-digit number.</summary>
+    public const int MaxLength = 1100;
+
+    private static readonly byte[] Pad = Enumerable.Repeat((byte)'x', 1000).ToArray();
 
     public static string Name(long n) => n.ToString(CultureInfo.InvariantCulture) + ".json";
 
-    public static byte[] Content(long n) => Encoding.UTF8.GetBytes($$"""{"i":{{n.ToString(CultureInfo.InvariantCulture)}},"pad":"{{Pad}}"}""");
+    public static byte[] Content(long n)
+    {
+        Span<byte> doc = stackalloc byte[MaxLength];
+        return doc[..Write(n, doc)].ToArray();
+    }
+
+    /// <summary>Writes document <paramref name="n"/> into <paramref name="into"/> (at least <see cref="MaxLength"/>); its length.</summary>
+    public static int Write(long n, Span<byte> into)
+    {
+        var at = Put(into, 0, "{\"i\":"u8);
+        n.TryFormat(into[at..], out var digits, provider: CultureInfo.InvariantCulture);
+        at = Put(into, at + digits, ",\"pad\":\""u8);
+        at = Put(into, at, Pad);
+        return Put(into, at, "\"}"u8);
+    }
+
+    private static int Put(Span<byte> into, int at, ReadOnlySpan<byte> bytes)
+    {
+        bytes.CopyTo(into[at..]);
+        return at + bytes.Length;
+    }
 
     public static string JobName(string task, long first) => task + "-" + first.ToString(CultureInfo.InvariantCulture);
 }

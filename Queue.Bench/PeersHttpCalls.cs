@@ -1,4 +1,5 @@
 using System.Buffers;
+using System.Collections.Concurrent;
 using System.Diagnostics;
 using System.Globalization;
 using System.Net;
@@ -16,17 +17,37 @@ internal sealed class PeersHttpCalls(HttpClient http, string customerKey, string
 {
     private static readonly MediaTypeHeaderValue Json = new("application/json");
 
+    private static readonly JsonEncodedText NameField = JsonEncodedText.Encode("name");
+    private static readonly JsonEncodedText ContentTypeField = JsonEncodedText.Encode("contentType");
+    private static readonly JsonEncodedText ContentField = JsonEncodedText.Encode("content");
+    private static readonly JsonEncodedText JsonType = JsonEncodedText.Encode("application/json");
+
+    private readonly ConcurrentBag<ArrayBufferWriter<byte>> bodies = [];
     private long retried503;
 
     public long Retried503 => Interlocked.Read(ref retried503);
 
     public async Task<long> CreateJobAsync(string task, long first, int count, string? idempotencyKey, long deadline)
     {
-        var body = JobBody(task, first, count);
-        using var r = await SendRetryingAsync(() => Request(HttpMethod.Post, "/jobs", customerKey, body, idempotencyKey), deadline);
-        await Expect(r, HttpStatusCode.Created, "POST /jobs");
-        var location = r.Headers.Location?.OriginalString ?? throw new InvalidOperationException("POST /jobs answered without Location");
-        return long.Parse(location.AsSpan(location.LastIndexOf('/') + 1), CultureInfo.InvariantCulture);
+        // A body buffer per call in flight, reused: a fresh 1.4 MB array per 1,000-document call cost the load
+        // generator page faults and zeroing, on the same two cores as the service it measures.
+        if (!bodies.TryTake(out var body))
+        {
+            body = new ArrayBufferWriter<byte>((count * 1420) + 256);
+        }
+        try
+        {
+            WriteJobBody(body, task, first, count);
+            using var r = await SendRetryingAsync(() => Request(HttpMethod.Post, "/jobs", customerKey, body.WrittenMemory, idempotencyKey), deadline);
+            await Expect(r, HttpStatusCode.Created, "POST /jobs");
+            var location = r.Headers.Location?.OriginalString ?? throw new InvalidOperationException("POST /jobs answered without Location");
+            return long.Parse(location.AsSpan(location.LastIndexOf('/') + 1), CultureInfo.InvariantCulture);
+        }
+        finally
+        {
+            body.ResetWrittenCount();
+            bodies.Add(body);
+        }
     }
 
     public Func<long, Task<Func<Task>?>> Claimer(int worker, string task)
@@ -85,7 +106,7 @@ internal sealed class PeersHttpCalls(HttpClient http, string customerKey, string
         }
     }
 
-    private static HttpRequestMessage Request(HttpMethod method, string path, string key, byte[]? body, string? idempotencyKey)
+    private static HttpRequestMessage Request(HttpMethod method, string path, string key, ReadOnlyMemory<byte>? body, string? idempotencyKey)
     {
         var request = new HttpRequestMessage(method, new Uri(path, UriKind.Relative));
         request.Headers.Authorization = new AuthenticationHeaderValue("Bearer", key);
@@ -93,9 +114,9 @@ internal sealed class PeersHttpCalls(HttpClient http, string customerKey, string
         {
             request.Headers.Add("Idempotency-Key", idempotencyKey);
         }
-        if (body is not null)
+        if (body is { } bytes)
         {
-            request.Content = new ByteArrayContent(body);
+            request.Content = new ReadOnlyMemoryContent(bytes);
             request.Content.Headers.ContentType = Json;
         }
         return request;
@@ -111,29 +132,26 @@ internal sealed class PeersHttpCalls(HttpClient http, string customerKey, string
         await r.Content.CopyToAsync(Stream.Null);
     }
 
-    /// <summary>One job of <paramref name="count"/> inline documents, numbered from <paramref name="first"/>.</summary>
-    private static byte[] JobBody(string task, long first, int count)
+    /// <summary>One job of <paramref name="count"/> inline documents, numbered from <paramref name="first"/>, into <paramref name="buffer"/>.</summary>
+    private static void WriteJobBody(ArrayBufferWriter<byte> buffer, string task, long first, int count)
     {
-        var buffer = new ArrayBufferWriter<byte>((count * 1420) + 256);
-        using (var w = new Utf8JsonWriter(buffer))
+        Span<byte> doc = stackalloc byte[PeersDocument.MaxLength];
+        using var w = new Utf8JsonWriter(buffer);
+        w.WriteStartObject();
+        w.WriteString(NameField, PeersDocument.JobName(task, first));
+        w.WriteStartArray("tasks");
+        w.WriteStringValue(task);
+        w.WriteEndArray();
+        w.WriteStartArray("documents");
+        for (var k = 0; k < count; k++)
         {
             w.WriteStartObject();
-            w.WriteString("name", PeersDocument.JobName(task, first));
-            w.WriteStartArray("tasks");
-            w.WriteStringValue(task);
-            w.WriteEndArray();
-            w.WriteStartArray("documents");
-            for (var k = 0; k < count; k++)
-            {
-                w.WriteStartObject();
-                w.WriteString("name", PeersDocument.Name(first + k));
-                w.WriteString("contentType", "application/json");
-                w.WriteBase64String("content", PeersDocument.Content(first + k));
-                w.WriteEndObject();
-            }
-            w.WriteEndArray();
+            w.WriteString(NameField, PeersDocument.Name(first + k));
+            w.WriteString(ContentTypeField, JsonType);
+            w.WriteBase64String(ContentField, doc[..PeersDocument.Write(first + k, doc)]);
             w.WriteEndObject();
         }
-        return buffer.WrittenSpan.ToArray();
+        w.WriteEndArray();
+        w.WriteEndObject();
     }
 }
