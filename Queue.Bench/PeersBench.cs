@@ -29,6 +29,10 @@ public static class PeersBench
 
     public static async Task<int> RunAsync(string[] args)
     {
+        if (!Untiered.IsOff)
+        {
+            return await Untiered.RunAgainAsync("peers", args);
+        }
         var jobs = long.Parse(BenchArgs.Option(args, "--jobs") ?? "100000", CultureInfo.InvariantCulture);
         var workers = (BenchArgs.Option(args, "--workers") ?? "1,16,64").Split(',').Select(w => int.Parse(w, CultureInfo.InvariantCulture)).ToArray();
         var drainMaxS = int.Parse(BenchArgs.Option(args, "--drain-max-s") ?? "90", CultureInfo.InvariantCulture);
@@ -41,7 +45,8 @@ public static class PeersBench
             : BenchArgs.Option(args, "--completions-in-flight") is { } k ? int.Parse(k, CultureInfo.InvariantCulture) : null;
         Console.WriteLine($"peers: {jobs:N0} one-item jobs ({{\"i\":n,\"pad\":1,000 x}} as one inline base64 document, 1 task), {Producers} producers, " +
             $"batches of {Batch:N0}, drains at {string.Join('/', workers)} workers (cap {drainMaxS} s), Idempotency-Key {(idempotency || viaClient ? "on" : "off")}, " +
-            $"calls through {(viaClient ? "Queue.Client" : "raw HttpClient requests")}{(inFlight == 0 ? ", each completion answered before the next claim" : $", up to {(inFlight is { } f ? f.ToString(CultureInfo.InvariantCulture) : "workers + 4")} completions in flight beside the claims")}");
+            $"calls through {(viaClient ? "Queue.Client" : "raw HttpClient requests")}{(inFlight == 0 ? ", each completion answered before the next claim" : $", up to {(inFlight is { } f ? f.ToString(CultureInfo.InvariantCulture) : "workers + 4")} completions in flight beside the claims")}, " +
+            "the load generator compiled without tiering");
 
         var digests = args.Contains("--digests") ? int.Parse(BenchArgs.Option(args, "--digests-top") ?? "12", CultureInfo.InvariantCulture) : 0;
         var queue = await RunQueueAsync(jobs, workers, TimeSpan.FromSeconds(drainMaxS), TimeSpan.FromSeconds(enqMaxS), idempotency, digests, viaClient, inFlight);
