@@ -29,6 +29,12 @@ public sealed class OrderingOptions
     public int RewriteSliceJobs { get; set; } = 4096;
 
     /// <summary>
+    /// Job ids whose values one statement of the swap rewrite's fill computes. Each statement has its own read view, so
+    /// purge keeps up with the claims between them; one statement for every job stopped it for the whole fill.
+    /// </summary>
+    public int RewriteFillJobs { get; set; } = 20_000;
+
+    /// <summary>
     /// How the rewrite writes the new ordering: <c>swap</c> builds it beside the old one, in bulk, and renames it into
     /// place (docs/DESIGN.md "The swap rewrite"); <c>in-place</c> moves every lane in place in one transaction, tail of
     /// the claim order first. The swap needs the TRIGGER, CREATE, DROP, ALTER and LOCK TABLES privileges on the database.
@@ -78,6 +84,7 @@ public sealed class OrderingOptionsRules() : OptionsRules<OrderingOptions>("Orde
         (nameof(o.TimeZone), OrderingOptions.TryZone(o.TimeZone) is not null, "must be a known time zone id"),
         (nameof(o.RewriteMethod), o.RewriteMethod is OrderingOptions.Swap or OrderingOptions.InPlace, $"must be {OrderingOptions.Swap} or {OrderingOptions.InPlace}"),
         (nameof(o.RewriteSliceJobs), o.RewriteSliceJobs is >= 1 and <= 1_000_000, "must be 1 to 1000000"),
+        (nameof(o.RewriteFillJobs), o.RewriteFillJobs is >= 1 and <= 10_000_000, "must be 1 to 10000000"),
         (nameof(o.RewriteMemoryBytes), o.RewriteMemoryBytes is >= 16_384 and <= 1L << 32, "must be 16384 to 4294967296"),
     ];
 }

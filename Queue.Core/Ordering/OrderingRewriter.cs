@@ -116,7 +116,7 @@ public sealed partial class OrderingRewriter(
     private async Task<(int Ranked, int Updated, int Removed)> InPlaceAsync(MySqlConnection conn, MySqlTransaction tx, string mode, int band, DateTime now, CancellationToken ct)
     {
         var bandBase = OrderingBand.Base(band);
-        await FillValuesAsync(conn, tx, RewriteSql.FillValues, mode, bandBase, now, ct);
+        await FillValuesAsync(conn, tx, byRange: false, mode, bandBase, now, ct);
         var removed = await conn.ExecuteAsync(Cmd(RewriteSql.RemoveFinished, null, tx, ct));
         var updated = await ApplyValuesAsync(conn, tx, now, bandBase, ct);
         var lastJob = await conn.ExecuteScalarAsync<long>(Cmd(RewriteSql.LastJobInSnapshot, null, tx, ct));
@@ -140,7 +140,7 @@ public sealed partial class OrderingRewriter(
         try
         {
             await OrderingSwap.PrepareAsync(conn, ct);
-            await FillValuesAsync(conn, null, RewriteSql.FillValuesUnsliced, mode, bandBase, now, ct);
+            await FillValuesAsync(conn, null, byRange: true, mode, bandBase, now, ct);
             copied = await OrderingSwap.CopyAsync(conn, bandBase, now, ct);
             await OrderingSwap.CatchUpAsync(conn, bandBase, now, ct);
             removed = await OrderingSwap.CountLeftOutAsync(conn, ct);
@@ -188,25 +188,47 @@ public sealed partial class OrderingRewriter(
     /// Every job's new value, in a MEMORY table up to <see cref="OrderingOptions.RewriteMemoryBytes"/>; a queue too large
     /// for it (error 1114, "table is full") is computed again in an InnoDB table. The rows a failed fill left are
     /// dropped with the MEMORY table, which is not transactional; the transaction itself has written nothing yet.
+    /// <paramref name="byRange"/> (the swap): <see cref="RewriteSql.FillValuesRange"/> over ranges of
+    /// <see cref="OrderingOptions.RewriteFillJobs"/> job ids, the ranks carried from range to range; else one
+    /// <see cref="RewriteSql.FillValues"/>, with its claim-order slices.
     /// </summary>
-    private async Task FillValuesAsync(MySqlConnection conn, MySqlTransaction? tx, string fill, string mode, long bandBase, DateTime now, CancellationToken ct)
+    private async Task FillValuesAsync(MySqlConnection conn, MySqlTransaction? tx, bool byRange, string mode, long bandBase, DateTime now, CancellationToken ct)
     {
         await conn.ExecuteAsync(Cmd(RewriteSql.DropValues, null, tx, ct));
         await conn.ExecuteAsync(Cmd(RewriteSql.CapValuesMemory, new { Bytes = options.Value.RewriteMemoryBytes }, tx, ct));
         await conn.ExecuteAsync(Cmd(RewriteSql.CreateValues, null, tx, ct));
-        var values = new { Mode = mode, BandBase = bandBase, Now = now, SliceJobs = options.Value.RewriteSliceJobs };
         try
         {
-            await conn.ExecuteAsync(Cmd(fill, values, tx, ct));
+            await FillAsync();
         }
         catch (MySqlException e) when (e.ErrorCode == MySqlErrorCode.RecordFileFull)
         {
             ValuesOnDisk(logger, options.Value.RewriteMemoryBytes);
             await conn.ExecuteAsync(Cmd(RewriteSql.DropValues, null, tx, ct));
             await conn.ExecuteAsync(Cmd(RewriteSql.CreateValuesOnDisk, null, tx, ct));
-            await conn.ExecuteAsync(Cmd(fill, values, tx, ct));
+            await FillAsync();
+        }
+
+        async Task FillAsync()
+        {
+            if (!byRange)
+            {
+                await conn.ExecuteAsync(Cmd(RewriteSql.FillValues, new { Mode = mode, BandBase = bandBase, Now = now, SliceJobs = options.Value.RewriteSliceJobs, RankBase = 0L }, tx, ct));
+                return;
+            }
+            var span = await conn.QuerySingleAsync<JobSpan>(Cmd(RewriteSql.LaneJobSpan, null, tx, ct));
+            var step = options.Value.RewriteFillJobs;
+            var rankBase = 0L;
+            for (var from = span.First ?? 1; from <= (span.Last ?? 0); from += step)
+            {
+                var range = new { Mode = mode, BandBase = bandBase, Now = now, RankBase = rankBase, FromJob = from, ToJob = from + step };
+                await conn.ExecuteAsync(Cmd(RewriteSql.FillValuesRange, range, tx, ct));
+                rankBase += await conn.ExecuteScalarAsync<long>(Cmd(RewriteSql.RankedInRange, range, tx, ct));
+            }
         }
     }
+
+    private sealed record JobSpan(long? First, long? Last);
 
     /// <summary>
     /// Switches off overrides that have expired (with an audit row each) and puts their jobs back on their value in

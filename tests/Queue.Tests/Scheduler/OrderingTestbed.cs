@@ -15,14 +15,14 @@ namespace Queue.Tests.Scheduler;
 internal sealed class OrderingTestbed
 {
     private OrderingTestbed(MySqlDataSource db, FakeTimeProvider clock, TimeSpan period, string zone, long rewriteMemoryBytes, int rewriteSliceJobs,
-        string rewriteMethod)
+        string rewriteMethod, int rewriteFillJobs)
     {
         Db = db;
         Clock = clock;
         var options = Options.Create(new OrderingOptions
         {
             Period = period, TimeZone = zone, RewriteMemoryBytes = rewriteMemoryBytes, RewriteSliceJobs = rewriteSliceJobs,
-            RewriteMethod = rewriteMethod,
+            RewriteMethod = rewriteMethod, RewriteFillJobs = rewriteFillJobs,
         });
         Calendar = new OrderingCalendar(clock, options);
         Lanes = new OrderingLanes(Calendar, clock);
@@ -41,9 +41,9 @@ internal sealed class OrderingTestbed
 
     /// <summary>A testbed whose clock stands at <paramref name="start"/>.</summary>
     public static OrderingTestbed At(MySqlDataSource db, DateTimeOffset start, TimeSpan? period = null, string zone = "UTC",
-        long? rewriteMemoryBytes = null, int? rewriteSliceJobs = null, string rewriteMethod = OrderingOptions.Swap) =>
+        long? rewriteMemoryBytes = null, int? rewriteSliceJobs = null, string rewriteMethod = OrderingOptions.Swap, int? rewriteFillJobs = null) =>
         new(db, new FakeTimeProvider(start), period ?? TimeSpan.FromHours(1), zone, rewriteMemoryBytes ?? new OrderingOptions().RewriteMemoryBytes,
-            rewriteSliceJobs ?? new OrderingOptions().RewriteSliceJobs, rewriteMethod);
+            rewriteSliceJobs ?? new OrderingOptions().RewriteSliceJobs, rewriteMethod, rewriteFillJobs ?? new OrderingOptions().RewriteFillJobs);
 
     /// <summary>Moves the clock to <paramref name="offset"/> after the start of the next period of the given mode.</summary>
     public OrderingPeriod AdvanceTo(OrderingMode mode, TimeSpan? offset = null)

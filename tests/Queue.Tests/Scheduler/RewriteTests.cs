@@ -90,11 +90,15 @@ public sealed class RewriteTests
         Assert.Equal(2, (await bed.LanesAsync()).Count(l => l.JobId == a));
     }
 
-    [Fact]
-    public async Task Oldest_first_gives_10000_plus_5_times_the_rank_by_age_among_jobs_with_work()
+    /// <summary>With fill ranges of one or two job ids, the ranks run on from range to range past the finished job.</summary>
+    [Theory]
+    [InlineData(20_000)]
+    [InlineData(2)]
+    [InlineData(1)]
+    public async Task Oldest_first_gives_10000_plus_5_times_the_rank_by_age_among_jobs_with_work_whatever_the_fill_ranges(int fillJobs)
     {
         await using var db = await FreshDatabase.CreateAsync();
-        var bed = OrderingTestbed.At(db.DataSource, TenOClock);
+        var bed = OrderingTestbed.At(db.DataSource, TenOClock, rewriteFillJobs: fillJobs);
         var tenant = await db.NewTenantAsync();
         var first = await bed.NewJobAsync(tenant, 50);
         var finished = await bed.NewJobAsync(tenant, 2);
@@ -117,12 +121,15 @@ public sealed class RewriteTests
         Assert.False(values.ContainsKey(finished));
     }
 
-    [Fact]
-    public async Task A_queue_too_large_for_the_in_memory_working_table_is_rewritten_on_disk_with_every_job_ranked()
+    /// <summary>With fill ranges of 700 job ids, the table fills part-way and the fill starts again on disk from the first range.</summary>
+    [Theory]
+    [InlineData(20_000)]
+    [InlineData(700)]
+    public async Task A_queue_too_large_for_the_in_memory_working_table_is_rewritten_on_disk_with_every_job_ranked(int fillJobs)
     {
         await using var db = await FreshDatabase.CreateAsync();
         // 16 KiB (the smallest MEMORY table) holds a few hundred jobs' values; 3,000 fill it.
-        var bed = OrderingTestbed.At(db.DataSource, TenOClock, rewriteMemoryBytes: 16_384);
+        var bed = OrderingTestbed.At(db.DataSource, TenOClock, rewriteMemoryBytes: 16_384, rewriteFillJobs: fillJobs);
         var tenant = await db.NewTenantAsync();
         Assert.Equal(3000, await bed.BulkJobsAsync(tenant, 3000));
 

@@ -115,7 +115,7 @@ public sealed class SwapRewriteTests
         await OrderingSwap.PrepareAsync(swap, default);
         await swap.ExecuteAsync(RewriteSql.CapValuesMemory, new { Bytes = 1 << 24 });
         await swap.ExecuteAsync(RewriteSql.CreateValues);
-        await swap.ExecuteAsync(RewriteSql.FillValuesUnsliced, new { Mode = bed.Calendar.Current.ModeName, BandBase = OrderingBand.Base(0), Now = now, SliceJobs = 1 });
+        await swap.ExecuteAsync(RewriteSql.FillValuesRange, new { Mode = bed.Calendar.Current.ModeName, BandBase = OrderingBand.Base(0), Now = now, RankBase = 0L, FromJob = 0L, ToJob = long.MaxValue });
         return await OrderingSwap.CopyAsync(swap, OrderingBand.Base(0), now, default);
     }
 
