@@ -29,7 +29,7 @@ public static class PeersBench
 
     public static async Task<int> RunAsync(string[] args)
     {
-        if (!Untiered.IsOff)
+        if (!Untiered.IsChosen)
         {
             return await Untiered.RunAgainAsync("peers", args);
         }
@@ -46,7 +46,7 @@ public static class PeersBench
         Console.WriteLine($"peers: {jobs:N0} one-item jobs ({{\"i\":n,\"pad\":1,000 x}} as one inline base64 document, 1 task), {Producers} producers, " +
             $"batches of {Batch:N0}, drains at {string.Join('/', workers)} workers (cap {drainMaxS} s), Idempotency-Key {(idempotency || viaClient ? "on" : "off")}, " +
             $"calls through {(viaClient ? "Queue.Client" : "raw HttpClient requests")}{(inFlight == 0 ? ", each completion answered before the next claim" : $", up to {(inFlight is { } f ? f.ToString(CultureInfo.InvariantCulture) : "workers + 4")} completions in flight beside the claims")}, " +
-            "the load generator compiled without tiering");
+            $"the load generator {(Untiered.IsOff ? "compiled without tiering" : "tiered")}");
 
         var digests = args.Contains("--digests") ? int.Parse(BenchArgs.Option(args, "--digests-top") ?? "12", CultureInfo.InvariantCulture) : 0;
         var queue = await RunQueueAsync(jobs, workers, TimeSpan.FromSeconds(drainMaxS), TimeSpan.FromSeconds(enqMaxS), idempotency, digests, viaClient, inFlight);

@@ -1,5 +1,4 @@
 using System.Globalization;
-using System.Text;
 using Queue.Client;
 
 namespace Queue.Bench;

@@ -17,6 +17,9 @@ internal static class Untiered
 {
     private const string Variable = "DOTNET_TieredCompilation";
 
+    /// <summary>Whether tiering was chosen for this process: by <see cref="RunAgainAsync"/>, or by whoever started it.</summary>
+    public static bool IsChosen => Environment.GetEnvironmentVariable(Variable) is not null;
+
     public static bool IsOff => Environment.GetEnvironmentVariable(Variable) is "0";
 
     /// <summary>Runs this program again as <c><paramref name="scenario"/> <paramref name="args"/></c>, untiered; its exit code.</summary>
