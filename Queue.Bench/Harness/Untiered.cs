@@ -11,7 +11,8 @@ namespace Queue.Bench.Harness;
 /// the way"). Compiled once, fully optimized, it pays that at start-up instead. Scenarios that run their subject in this
 /// process (<c>claim</c>'s raw claims, <c>rewrite</c>'s claimers and rewriter) keep the default: without tiering's
 /// profile-guided code those claimers ran slower beside a rewrite (claim p99 ratio 1.49-1.64x against 1.37-1.44x, back
-/// to back). The services started by the child inherit the variable; Queue.Api runs untiered anyway (its csproj).
+/// to back). The services started by the child inherit the variable; Queue.Api runs untiered anyway (its csproj). A
+/// DOTNET_TieredCompilation set by the caller is left as it is, so a tiered load generator can still be compared.
 /// </summary>
 internal static class Untiered
 {
