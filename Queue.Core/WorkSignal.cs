@@ -10,6 +10,7 @@ public sealed class WorkSignal
 {
     private TaskCompletionSource current = New();
     private int waiters;
+    private long generation;
 
     /// <summary>Completes at the next <see cref="Notify"/>. Take it before looking for work, then wait on it, so a
     /// notification between the look and the wait is never missed.</summary>
@@ -18,7 +19,17 @@ public sealed class WorkSignal
     /// <summary>Workers waiting right now; the shared poll runs only while this is above zero.</summary>
     public int Waiters => Volatile.Read(ref waiters);
 
-    public void Notify() => Interlocked.Exchange(ref current, New()).TrySetResult();
+    /// <summary>
+    /// Counts <see cref="Notify"/> calls: the claim-ahead buffer compares it with the value its last claim started
+    /// after, and sends the next caller to a claim transaction when new work may wait in the database.
+    /// </summary>
+    public long Generation => Interlocked.Read(ref generation);
+
+    public void Notify()
+    {
+        Interlocked.Increment(ref generation);
+        Interlocked.Exchange(ref current, New()).TrySetResult();
+    }
 
     /// <summary>Waits for <paramref name="observed"/> (a <see cref="Next"/> taken earlier) or the timeout; true when notified.</summary>
     public async Task<bool> WaitAsync(Task observed, TimeSpan timeout, CancellationToken ct)

@@ -179,4 +179,6 @@ public sealed class FifoLaneSelector : ILaneSelector
     public void Claimed(long tenantId, int count)
     {
     }
+
+    public double? TurnOf(long tenantId) => null;
 }

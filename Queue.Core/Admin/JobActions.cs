@@ -223,6 +223,8 @@ public sealed class JobActions(MySqlDataSource db, OrderingLanes lanes, TimeProv
             var outcome = await body(conn, tx, job, c);
             if (outcome.Status == ActionStatus.Done)
             {
+                // Every action here can take back or outrank claimed-ahead items: Api processes drop their buffers.
+                await conn.ExecuteAsync(new CommandDefinition(ClaimSql.BumpEpoch, transaction: tx, cancellationToken: c));
                 await tx.CommitAsync(c);
             }
             return outcome;

@@ -7,7 +7,9 @@ namespace Queue.Core.Claims;
 
 /// <summary>
 /// Groups concurrent /next calls into one claim transaction, and for a busy task filter claims ahead into memory
-/// under a short reservation and answers /next from there with no transaction (<see cref="ClaimOptions.Prefetch"/>).
+/// under a short reservation and answers /next from there with no transaction (<see cref="ClaimOptions.Prefetch"/>,
+/// <see cref="ClaimAheadBuffer"/>, which hands out in the policy's order). Before any answer from memory, the claim
+/// epoch is read (<see cref="ClaimEpoch"/>): what was claimed before a cancel, block or override is never handed out.
 /// A lease always goes to exactly one caller: a reserved item leaves the buffer once, to one caller, under the
 /// reservation's token, and its lease is written down after the answer (<see cref="HandoutLog"/>); an item taken by a
 /// transaction is written with the caller's own token; items whose caller left before the answer are given back. The
@@ -29,10 +31,21 @@ public sealed partial class ClaimDispatcher
     private readonly IOptions<ClaimOptions> options;
     private readonly WorkStats stats;
     private readonly HandoutLog handouts;
+    private readonly ILaneSelector turns;
+    private readonly ClaimEpoch epochs;
+    private readonly WorkSignal signal;
     private readonly GroupCommitQueue<Waiter> queue;
     private readonly Lock gate = new();
-    private readonly Dictionary<string, ClaimAhead> aheads = new(StringComparer.Ordinal);
+    private readonly Dictionary<string, ClaimAheadBuffer> aheads = new(StringComparer.Ordinal);
     private readonly CallerPeak callers = new();
+
+    /// <summary>
+    /// Task filters tracked at most. Each distinct task list a worker sends is one; an idle one is forgotten after
+    /// <see cref="IdleFilterSeconds"/>, and past the bound a new filter is served by transactions only.
+    /// </summary>
+    public const int MaxFilters = 1024;
+
+    private const int IdleFilterSeconds = 30;
 
     /// <summary>
     /// A transaction gathers only up to this many callers. Past it the per-transaction cost is spread thin already, and
@@ -41,9 +54,12 @@ public sealed partial class ClaimDispatcher
     private const int GatherBelow = 16;
 
     public ClaimDispatcher(ClaimEngine engine, LeaseService leases, TimeProvider clock, IOptions<ClaimOptions> options, WorkStats stats,
-        HandoutLog handouts, BackgroundWork host, ILogger<ClaimDispatcher> logger)
+        HandoutLog handouts, ILaneSelector turns, ClaimEpoch epochs, WorkSignal signal, BackgroundWork host, ILogger<ClaimDispatcher> logger)
     {
         this.engine = engine;
+        this.turns = turns;
+        this.epochs = epochs;
+        this.signal = signal;
         this.handouts = handouts;
         this.leases = leases;
         this.clock = clock;
@@ -65,7 +81,19 @@ public sealed partial class ClaimDispatcher
         {
             lock (gate)
             {
-                return aheads.Values.Sum(k => k.Buffer.Count);
+                return aheads.Values.Sum(k => k.Count);
+            }
+        }
+    }
+
+    /// <summary>Task filters tracked now (bounded by <see cref="MaxFilters"/>).</summary>
+    public int Filters
+    {
+        get
+        {
+            lock (gate)
+            {
+                return aheads.Count;
             }
         }
     }
@@ -73,7 +101,7 @@ public sealed partial class ClaimDispatcher
     /// <summary>Claims up to <see cref="ClaimRequest.Max"/> items; an empty answer means nothing is claimable now.</summary>
     public async Task<IReadOnlyList<TakenItem>> ClaimAsync(ClaimRequest request, CancellationToken ct)
     {
-        if (HandOut(request) is { } ready)
+        if (await HandOutAsync(request, ct) is { } ready)
         {
             return ready;
         }
@@ -111,8 +139,11 @@ public sealed partial class ClaimDispatcher
 
     private async Task FlushAsync(List<Waiter> batch)
     {
+        // Read before the transaction begins: a change that committed before this read is seen by the transaction, and
+        // one after it moves the epoch past the one its items are held under.
+        var epoch = options.Value.Prefetch > 0 ? await epochs.ReadAsync() : 0;
         var now = clock.GetUtcNow().UtcDateTime;
-        var (groups, served, stale) = ServeFromBuffers(batch, now);
+        var (groups, served, stale) = ServeFromBuffers(batch, now, epoch);
         var giveBack = new List<TakenItem>();
         foreach (var (w, items) in served)
         {
@@ -128,6 +159,9 @@ public sealed partial class ClaimDispatcher
             // transaction below (and every later one) can take them again, and no caller is told "nothing" while they
             // are on their way back.
             await leases.ReleaseAsync(stale, CancellationToken.None);
+            // Handouts not written yet whose reservation this claim could take as lapsed become leases first (a stall
+            // between a handout and its write); normally there are none.
+            await handouts.FlushExpiringAsync(now.AddSeconds(1), CancellationToken.None);
             if (groups.Count == 0)
             {
                 await leases.ReleaseAsync(giveBack, CancellationToken.None);
@@ -137,7 +171,7 @@ public sealed partial class ClaimDispatcher
         }
         catch (Exception ex)
         {
-            Settle(groups, failed: true);
+            Settle(groups, failed: true, epoch);
             foreach (var w in groups.SelectMany(g => g.Waiters))
             {
                 if (Interlocked.CompareExchange(ref w.State, Assigned, Pending) == Pending)
@@ -151,7 +185,7 @@ public sealed partial class ClaimDispatcher
         {
             groups[i].Claim.Share(outcomes[i]);
         }
-        var requeued = Settle(groups, failed: false);
+        var requeued = Settle(groups, failed: false, epoch);
         foreach (var g in groups)
         {
             for (var i = 0; i < g.Waiters.Count; i++)
@@ -191,7 +225,7 @@ public sealed partial class ClaimDispatcher
     /// stale), unless one is queued already: at most one per filter, so it is queued without the callers' bound.
     /// Under <see cref="gate"/>.
     /// </summary>
-    private static Waiter? RefillOnce(ClaimAhead ahead)
+    private static Waiter? RefillOnce(ClaimAheadBuffer ahead)
     {
         if (ahead.RefillQueued)
         {
@@ -202,26 +236,37 @@ public sealed partial class ClaimDispatcher
     }
 
     /// <summary>
-    /// Claimed-ahead items first, handed out as /next's own path does (<see cref="TakeFresh"/>): they were at the head
-    /// of the order when they were taken. The callers left over, and the refills, go to the transaction, as one
-    /// <see cref="Group"/> per task filter. Also decides how much each filter claims ahead this time: what it handed
-    /// out since its last flush plus what this flush is asked for, twice over while the buffer is being served from
-    /// (so a refill lands before it runs dry), and nothing for a filter that is not busy.
+    /// Claimed-ahead items first, handed out as /next's own path does (<see cref="TakeFresh"/>), unless the filter's
+    /// buffer cannot be trusted for the policy's order right now (new work signalled since its last claim). The callers
+    /// left over, and the refills, go to the transaction, as one <see cref="Group"/> per task filter. Also decides how
+    /// much each filter claims ahead this time: what it handed out since its last flush plus what this flush is asked
+    /// for, twice over while the buffer is being served from (so a refill lands before it runs dry), and nothing for a
+    /// filter that is not busy.
     /// </summary>
-    private (List<Group> Groups, List<(Waiter Waiter, List<TakenItem> Items)> Served, List<TakenItem> Stale) ServeFromBuffers(List<Waiter> batch, DateTime now)
+    private (List<Group> Groups, List<(Waiter Waiter, List<TakenItem> Items)> Served, List<TakenItem> Stale) ServeFromBuffers(List<Waiter> batch,
+        DateTime now, long epoch)
     {
         var o = options.Value;
         var groups = new List<Group>();
         var served = new List<(Waiter, List<TakenItem>)>();
         var stale = new List<TakenItem>();
+        var at = clock.GetUtcNow();
+        var generation = signal.Generation;
         lock (gate)
         {
-            var tick = Environment.TickCount64;
             foreach (var byKey in batch.GroupBy(w => w.Request.Key, StringComparer.Ordinal))
             {
-                var ahead = Ahead(byKey.Key, byKey.First().Request.Tasks);
+                var ahead = Ahead(byKey.Key, byKey.First().Request.Tasks, at);
                 ahead.RefillQueued = false;
-                DropStale(ahead, tick);
+                if (epoch > ahead.Epoch)
+                {
+                    ahead.DropAll();
+                }
+                // New work was signalled since the filter's last claim: this flush's transaction sees it, the buffer
+                // may not hold the item that comes first.
+                var trusted = ahead.SeenSignal == generation;
+                ahead.SeenSignal = generation;
+                ahead.DropStale(now);
                 stale.AddRange(ahead.Stale);
                 ahead.Stale.Clear();
                 var left = new List<Waiter>();
@@ -233,7 +278,7 @@ public sealed partial class ClaimDispatcher
                     {
                         continue;
                     }
-                    if (TakeFresh(ahead, w.Request, tick, now) is { } items)
+                    if (trusted && TakeFresh(ahead, w.Request, now) is { } items)
                     {
                         served.Add((w, items));
                     }
@@ -243,17 +288,17 @@ public sealed partial class ClaimDispatcher
                     }
                 }
                 var demand = want + ahead.HandedOut;
-                var target = o.Prefetch == 0 || !ahead.Busy(tick, o) ? 0
+                var target = o.Prefetch == 0 || !ahead.Busy(at, o) ? 0
                     : Math.Min(o.Prefetch, ahead.HandedOut > 0 ? 2 * demand : Math.Min(ahead.LastDemand, demand));
                 ahead.Target = target;
                 ahead.LastDemand = demand;
                 ahead.HandedOut = 0;
-                ahead.LastFlush = tick;
-                var surplus = Math.Max(0, target - ahead.Buffer.Count);
+                ahead.LastFlush = at;
+                var surplus = Math.Max(0, target - ahead.Count);
                 if (left.Count > 0 || surplus > 0)
                 {
                     ahead.InFlight++;
-                    groups.Add(new Group(byKey.Key, ahead.Tasks, left, surplus));
+                    groups.Add(new Group(ahead, byKey.Key, left, surplus));
                 }
             }
         }
@@ -261,39 +306,26 @@ public sealed partial class ClaimDispatcher
     }
 
     /// <summary>
-    /// Up to <paramref name="request"/>'s max fresh items from <paramref name="ahead"/>'s buffer, as the caller's
-    /// leases, or null when it has none. The leases are written down after the answer (<see cref="HandoutLog"/>).
-    /// Under <see cref="gate"/>.
+    /// Up to <paramref name="request"/>'s max items from <paramref name="ahead"/>'s buffer in the policy's order, as the
+    /// caller's leases, or null when it has none to give (<see cref="ClaimAheadBuffer.Take"/>). The leases are written
+    /// down after the answer (<see cref="HandoutLog"/>). Under <see cref="gate"/>.
     /// </summary>
-    private List<TakenItem>? TakeFresh(ClaimAhead ahead, ClaimRequest request, long tick, DateTime now)
+    private List<TakenItem>? TakeFresh(ClaimAheadBuffer ahead, ClaimRequest request, DateTime now)
     {
-        List<TakenItem>? given = null;
-        DropStale(ahead, tick);
-        while ((given?.Count ?? 0) < request.Max && ahead.Buffer.TryDequeue(out var b))
+        var taken = ahead.Take(request.Max, now, turns);
+        if (taken.Count == 0)
         {
-            (given ??= []).Add(b.Item with { Attempt = b.Item.Attempt + 1, Until = now.AddSeconds(request.LeaseSeconds), Reservation = false });
+            return null;
         }
-        if (given is not null)
+        var given = new List<TakenItem>(taken.Count);
+        foreach (var b in taken)
         {
-            ahead.HandedOut += given.Count;
-            foreach (var item in given)
-            {
-                handouts.Add(item, request.Worker);
-            }
+            var item = b with { Attempt = b.Attempt + 1, Until = now.AddSeconds(request.LeaseSeconds), Reservation = false };
+            handouts.Add(item, request.Worker, b.Until);
+            given.Add(item);
         }
+        ahead.HandedOut += given.Count;
         return given;
-    }
-
-    /// <summary>
-    /// Moves the items held past <see cref="ClaimOptions.PrefetchHoldMilliseconds"/> (the buffer is oldest first) to
-    /// <see cref="ClaimAhead.Stale"/>, for the next flush of the filter to give back. Under <see cref="gate"/>.
-    /// </summary>
-    private void DropStale(ClaimAhead ahead, long tick)
-    {
-        while (ahead.Buffer.TryPeek(out var b) && tick - b.At >= options.Value.PrefetchHoldMilliseconds)
-        {
-            ahead.Stale.Add(ahead.Buffer.Dequeue().Item);
-        }
     }
 
     /// <summary>
@@ -301,28 +333,32 @@ public sealed partial class ClaimDispatcher
     /// their filter (buffered, or being claimed by a concurrent flush): those are claimable by no one else, so "nothing
     /// for you" would be wrong. After a failed transaction (<paramref name="failed"/>) only the bookkeeping is undone.
     /// </summary>
-    private HashSet<Waiter> Settle(List<Group> groups, bool failed)
+    private HashSet<Waiter> Settle(List<Group> groups, bool failed, long epoch)
     {
         var requeued = new HashSet<Waiter>();
+        var o = options.Value;
+        // A policy that takes turns answers for any tenant id, 0 included; seed answers null for all.
+        var byTenants = groups.Count > 0 && turns.TurnOf(0) is not null;
         lock (gate)
         {
-            var tick = Environment.TickCount64;
             foreach (var g in groups)
             {
-                var ahead = Ahead(g.Claim.Key, g.Claim.Tasks);
+                var ahead = g.Ahead;
                 ahead.InFlight--;
                 if (failed)
                 {
                     continue;
                 }
+                ahead.Waiting = g.Claim.Waiting;
                 foreach (var b in g.Claim.NewBuffer)
                 {
-                    ahead.Buffer.Enqueue((b, tick));
+                    // Fresh for the hold time from the claim's own clock, the one the reservation's expiry was written with.
+                    ahead.Add(b, b.Until.AddSeconds(-o.ReservationSeconds).AddMilliseconds(o.PrefetchHoldMilliseconds), epoch, byTenants);
                 }
                 for (var i = 0; i < g.Waiters.Count; i++)
                 {
                     var w = g.Waiters[i];
-                    if (g.Claim.Results[i].Count == 0 && w.Requeues < MaxRequeues && (ahead.Buffer.Count > 0 || ahead.Stale.Count > 0 || ahead.InFlight > 0))
+                    if (g.Claim.Results[i].Count == 0 && w.Requeues < MaxRequeues && (ahead.Count > 0 || ahead.Stale.Count > 0 || ahead.InFlight > 0))
                     {
                         w.Requeues++;
                         requeued.Add(w);
@@ -340,36 +376,45 @@ public sealed partial class ClaimDispatcher
     /// <summary>
     /// Has claimed-ahead items that waited longer than the hold time given back, so the buffer never serves a stale
     /// order for long: through the claim queue, by a flush of their filter (<see cref="FlushAsync"/>), so that a give-back
-    /// never runs beside a claim that would then find those items neither buffered nor claimable. At shutdown
-    /// (<paramref name="all"/>) everything buffered goes back at once.
+    /// never runs beside a claim that would then find those items neither buffered nor claimable. Forgets filters idle
+    /// for <see cref="IdleFilterSeconds"/>. At shutdown (<paramref name="all"/>) everything buffered goes back at once.
     /// </summary>
     public async Task ReleaseStaleAsync(bool all, CancellationToken ct)
     {
-        var hold = options.Value.PrefetchHoldMilliseconds;
+        var hold = TimeSpan.FromMilliseconds(options.Value.PrefetchHoldMilliseconds);
         var back = new List<TakenItem>();
         var tidy = new List<Waiter>();
         lock (gate)
         {
-            var tick = Environment.TickCount64;
-            foreach (var ahead in aheads.Values)
+            var at = clock.GetUtcNow();
+            var now = at.UtcDateTime;
+            List<string>? idle = null;
+            foreach (var (key, ahead) in aheads)
             {
                 if (all)
                 {
+                    ahead.DropAll();
                     back.AddRange(ahead.Stale);
                     ahead.Stale.Clear();
-                    back.AddRange(ahead.Buffer.Select(b => b.Item));
-                    ahead.Buffer.Clear();
                     continue;
                 }
-                DropStale(ahead, tick);
+                ahead.DropStale(now);
                 if (ahead.Stale.Count > 0 && RefillOnce(ahead) is { } refill)
                 {
                     tidy.Add(refill);
                 }
-                if (ahead.Buffer.Count == 0 && tick - ahead.LastFlush >= hold)
+                if (ahead.Count == 0 && at - ahead.LastFlush >= hold)
                 {
                     ahead.LastDemand = 0; // idle filter: stop claiming ahead for it
                 }
+                if (ahead.Idle && at - ahead.LastUsed >= TimeSpan.FromSeconds(IdleFilterSeconds))
+                {
+                    (idle ??= []).Add(key);
+                }
+            }
+            foreach (var key in idle ?? [])
+            {
+                aheads.Remove(key);
             }
         }
         foreach (var w in tidy)
@@ -379,40 +424,77 @@ public sealed partial class ClaimDispatcher
         await leases.ReleaseAsync(back, ct);
     }
 
-    private ClaimAhead Ahead(string key, IReadOnlyList<string> tasks)
+    /// <summary>
+    /// The filter's buffer, made on first use. Past <see cref="MaxFilters"/> idle filters are forgotten first; if all
+    /// are in use, the new filter gets a buffer that is not kept and never claims ahead. Under <see cref="gate"/>.
+    /// </summary>
+    private ClaimAheadBuffer Ahead(string key, IReadOnlyList<string> tasks, DateTimeOffset at)
     {
-        if (!aheads.TryGetValue(key, out var ahead))
+        if (aheads.TryGetValue(key, out var ahead))
         {
-            ahead = new ClaimAhead(tasks);
-            aheads[key] = ahead;
+            return ahead;
         }
+        if (aheads.Count >= MaxFilters)
+        {
+            foreach (var idle in aheads.Where(a => a.Value.Idle).OrderBy(a => a.Value.LastUsed).Take(MaxFilters / 8).Select(a => a.Key).ToList())
+            {
+                aheads.Remove(idle);
+            }
+            if (aheads.Count >= MaxFilters)
+            {
+                return new ClaimAheadBuffer(tasks) { Kept = false, LastUsed = at };
+            }
+        }
+        ahead = new ClaimAheadBuffer(tasks) { LastUsed = at };
+        aheads[key] = ahead;
         return ahead;
     }
 
     /// <summary>
     /// Serves <paramref name="request"/> from the claim-ahead buffer without a transaction (<see cref="TakeFresh"/>),
-    /// and queues a refill once the buffer is half spent. Null when the buffer has nothing fresh: the caller joins the
-    /// next claim transaction. docs/DESIGN.md "Handouts from memory".
+    /// and queues a refill once the buffer is half spent. Null when the buffer has nothing to give in the policy's
+    /// order, or new work was signalled since the filter's last claim: the caller joins the next claim transaction.
+    /// First the claim epoch, read after this call began: a buffer claimed under an older one is given back unread.
+    /// docs/DESIGN.md "Claim-ahead that keeps the policy".
     /// </summary>
-    private List<TakenItem>? HandOut(ClaimRequest request)
+    private async Task<List<TakenItem>?> HandOutAsync(ClaimRequest request, CancellationToken ct)
     {
         if (options.Value.Prefetch == 0)
         {
             return null;
         }
+        lock (gate)
+        {
+            var at = clock.GetUtcNow();
+            var ahead = Ahead(request.Key, request.Tasks, at);
+            ahead.Called(at);
+            ahead.DropStale(at.UtcDateTime);
+            if (ahead.Count == 0 || ahead.SeenSignal != signal.Generation)
+            {
+                return null;
+            }
+        }
+        var epoch = await epochs.ReadAsync().WaitAsync(TimeSpan.FromMilliseconds(options.Value.DatabaseWaitMilliseconds), ct);
         List<TakenItem>? given;
         Waiter? refill = null;
         lock (gate)
         {
-            var tick = Environment.TickCount64;
-            var ahead = Ahead(request.Key, request.Tasks);
-            ahead.Called(tick);
-            given = TakeFresh(ahead, request, tick, clock.GetUtcNow().UtcDateTime);
+            if (!aheads.TryGetValue(request.Key, out var ahead) || ahead.SeenSignal != signal.Generation)
+            {
+                return null;
+            }
+            if (epoch > ahead.Epoch)
+            {
+                // The caller's own flush gives these back before its transaction.
+                ahead.DropAll();
+                return null;
+            }
+            given = TakeFresh(ahead, request, clock.GetUtcNow().UtcDateTime);
             if (given is null)
             {
                 return null;
             }
-            if (ahead.InFlight == 0 && ahead.Target > 0 && ahead.Buffer.Count * 2 <= ahead.Target)
+            if (ahead.InFlight == 0 && ahead.Target > 0 && ahead.Count * 2 <= ahead.Target)
             {
                 refill = RefillOnce(ahead);
             }
@@ -440,63 +522,12 @@ public sealed partial class ClaimDispatcher
     }
 
     /// <summary>One task filter's callers left for the transaction, and what it claims ahead for the buffer.</summary>
-    private sealed class Group(string key, IReadOnlyList<string> tasks, List<Waiter> waiters, int surplus)
+    private sealed class Group(ClaimAheadBuffer ahead, string key, List<Waiter> waiters, int surplus)
     {
+        public ClaimAheadBuffer Ahead { get; } = ahead;
+
         public List<Waiter> Waiters { get; } = waiters;
 
-        public ClaimGroup Claim { get; } = new(key, tasks, waiters.ConvertAll(w => w.Request), surplus);
-    }
-
-    /// <summary>One task filter's claim-ahead state in this process.</summary>
-    private sealed class ClaimAhead(IReadOnlyList<string> tasks)
-    {
-        public readonly Queue<(TakenItem Item, long At)> Buffer = new();
-
-        /// <summary>Reservations held past the hold time, given back by the filter's next flush.</summary>
-        public readonly List<TakenItem> Stale = [];
-
-        public readonly IReadOnlyList<string> Tasks = tasks;
-        public int LastDemand;
-        public int InFlight;
-        public long LastFlush;
-
-        /// <summary>Items handed out from <see cref="Buffer"/> since the last flush.</summary>
-        public int HandedOut;
-
-        /// <summary>What the last flush meant to hold; a refill is queued once the buffer is down to half of it.</summary>
-        public int Target;
-
-        public bool RefillQueued;
-        private long second;
-        private int thisSecond;
-        private int lastSecond;
-
-        /// <summary>Counts a /next of this filter, per second of the process's clock.</summary>
-        public void Called(long tick)
-        {
-            Roll(tick);
-            thisSecond++;
-        }
-
-        /// <summary>
-        /// Claims ahead only for a filter polled at <see cref="ClaimOptions.PrefetchAboveCallsPerSecond"/> or more:
-        /// a worker now and then is served by a transaction of its own, and sees the order as it is at that moment.
-        /// </summary>
-        public bool Busy(long tick, ClaimOptions o)
-        {
-            Roll(tick);
-            return Math.Max(thisSecond, lastSecond) >= o.PrefetchAboveCallsPerSecond;
-        }
-
-        private void Roll(long tick)
-        {
-            var now = tick / 1000;
-            if (now != second)
-            {
-                lastSecond = now == second + 1 ? thisSecond : 0;
-                thisSecond = 0;
-                second = now;
-            }
-        }
+        public ClaimGroup Claim { get; } = new(key, ahead.Tasks, waiters.ConvertAll(w => w.Request), surplus);
     }
 }

@@ -82,7 +82,7 @@ public sealed class ClaimEngine
         {
             return [];
         }
-        var taken = await taker.TakeAsync(tx, order.Tasks, order.Slots, now, last, ct);
+        var taken = await taker.TakeAsync(tx, order.Tasks, order.Slots, now, last, order.Waiting, ct);
         walked.AddRange(taken);
         return taken;
     }

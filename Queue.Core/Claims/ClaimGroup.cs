@@ -8,6 +8,7 @@ namespace Queue.Core.Claims;
 internal sealed class ClaimGroup(string key, IReadOnlyList<string> tasks, IReadOnlyList<ClaimRequest> requests, int surplus)
 {
     private readonly List<int> slotOwners = [];
+    private ClaimOrder? order;
 
     public string Key { get; } = key;
 
@@ -35,8 +36,12 @@ internal sealed class ClaimGroup(string key, IReadOnlyList<string> tasks, IReadO
         {
             slots.Add(new ClaimSlot(null, reservedUntil, Reservation: true));
         }
-        return new ClaimOrder(Tasks, slots);
+        order = new ClaimOrder(Tasks, slots);
+        return order;
     }
+
+    /// <summary>The tenants the claim saw with work first (<see cref="ClaimOrder.Waiting"/>), once it ran.</summary>
+    public HashSet<long> Waiting => order?.Waiting ?? [];
 
     /// <summary>Gives each caller its items from what the transaction took for <see cref="Order"/>'s slots, in slot order.</summary>
     public void Share(IReadOnlyList<TakenItem> taken)

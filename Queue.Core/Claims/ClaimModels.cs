@@ -20,10 +20,24 @@ public sealed record TakenItem(long Id, long JobId, long TenantId, long Document
     public string DocumentName { get; set; } = "";
 
     public string ContentType { get; set; } = "";
+
+    /// <summary>Its lane's ordering value when it was claimed: the claim-ahead buffer hands out lowest first, as the database would.</summary>
+    public long Value { get; init; }
+
+    /// <summary>Its lane was a technician's override: the claim-ahead buffer hands it out before any tenant's turn.</summary>
+    public bool Override { get; init; }
 }
 
 /// <summary>One task filter's share of a claim transaction: the slots to fill, workers' leases first, then reservations.</summary>
-public sealed record ClaimOrder(IReadOnlyList<string> Tasks, IReadOnlyList<ClaimSlot> Slots);
+public sealed record ClaimOrder(IReadOnlyList<string> Tasks, IReadOnlyList<ClaimSlot> Slots)
+{
+    /// <summary>
+    /// Filled by the claim: the tenants whose lanes the selector offered first (for tenant-fair, the tenants with
+    /// claimable work whose turn comes first). The claim-ahead buffer sends a caller to a transaction rather than hand
+    /// out another tenant's buffered item while one of these has an earlier turn and nothing buffered.
+    /// </summary>
+    public HashSet<long> Waiting { get; } = [];
+}
 
 public enum FinishOutcome
 {

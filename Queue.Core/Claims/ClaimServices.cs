@@ -21,6 +21,7 @@ public static class ClaimServices
         services.TryAddSingleton<LeaseService>();
         services.TryAddSingleton<WorkStats>();
         services.TryAddSingleton<HandoutLog>();
+        services.TryAddSingleton<ClaimEpoch>();
         services.TryAddSingleton<ClaimDispatcher>();
         services.TryAddSingleton<CompletionBatcher>();
         services.AddHostedService<ClaimBackgroundService>();

@@ -21,11 +21,12 @@ public sealed class HandoutLog(MySqlDataSource db, TimeProvider clock, IOptions<
     private readonly Lock gate = new();
     private readonly Dictionary<long, Entry> pending = [];
 
-    public void Add(TakenItem item, string? worker)
+    /// <param name="reservedUntil">The reservation's expiry in the row: past it, another claim may take the row.</param>
+    public void Add(TakenItem item, string? worker, DateTime reservedUntil)
     {
         lock (gate)
         {
-            pending[item.Id] = new Entry(item.Id, item.Token, item.Until, worker, Environment.TickCount64);
+            pending[item.Id] = new Entry(item.Id, item.Token, item.Until, worker, clock.GetUtcNow(), reservedUntil);
         }
     }
 
@@ -53,14 +54,37 @@ public sealed class HandoutLog(MySqlDataSource db, TimeProvider clock, IOptions<
     /// every one). On failure they are kept for the next flush (the write is idempotent), except those older than a
     /// reservation, whose rows may already belong to another claim.
     /// </summary>
-    public async Task FlushAsync(bool all, CancellationToken ct)
+    public Task FlushAsync(bool all, CancellationToken ct)
+    {
+        var before = all ? DateTimeOffset.MaxValue : clock.GetUtcNow().AddMilliseconds(-options.Value.HandoutFlushMilliseconds);
+        return FlushWhereAsync(e => e.At <= before, ct);
+    }
+
+    /// <summary>
+    /// Writes the handouts whose reservation in the row lapses before <paramref name="until"/>. A claim transaction of
+    /// this process calls it first, with its own time: a handout whose write the timer has not made yet (a stall, a
+    /// clock that jumped) is then a lease before that claim could take its row as an expired reservation. Costs
+    /// nothing when, as normally, every handout is written long before its reservation lapses.
+    /// </summary>
+    public Task FlushExpiringAsync(DateTime until, CancellationToken ct)
+    {
+        lock (gate)
+        {
+            if (pending.Count == 0 || !pending.Values.Any(e => e.ReservedUntil <= until))
+            {
+                return Task.CompletedTask;
+            }
+        }
+        return FlushWhereAsync(e => e.ReservedUntil <= until, ct);
+    }
+
+    private async Task FlushWhereAsync(Func<Entry, bool> due, CancellationToken ct)
     {
         var o = options.Value;
         List<Entry> batch;
         lock (gate)
         {
-            var before = Environment.TickCount64 - (all ? -1 : o.HandoutFlushMilliseconds);
-            batch = pending.Values.Where(e => e.At < before).ToList();
+            batch = pending.Values.Where(due).ToList();
             foreach (var e in batch)
             {
                 pending.Remove(e.Id);
@@ -88,7 +112,7 @@ public sealed class HandoutLog(MySqlDataSource db, TimeProvider clock, IOptions<
         }
         catch
         {
-            var keepAfter = Environment.TickCount64 - (o.ReservationSeconds * 1000L);
+            var keepAfter = clock.GetUtcNow().AddSeconds(-o.ReservationSeconds);
             lock (gate)
             {
                 foreach (var e in batch.Where(e => e.At > keepAfter))
@@ -100,5 +124,5 @@ public sealed class HandoutLog(MySqlDataSource db, TimeProvider clock, IOptions<
         }
     }
 
-    private sealed record Entry(long Id, byte[] Token, DateTime Until, string? Worker, long At);
+    private sealed record Entry(long Id, byte[] Token, DateTime Until, string? Worker, DateTimeOffset At, DateTime ReservedUntil);
 }

@@ -33,8 +33,9 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
 
     /// <summary>Takes one item per slot (fewer if the queue runs dry), in claim order: item k of the answer gets slot k.</summary>
     /// <param name="last">The claim's last walk: its closing batch carries the COMMIT.</param>
+    /// <param name="waiting">Gets the tenants of the first round's lanes (<see cref="ClaimOrder.Waiting"/>).</param>
     public async Task<List<TakenItem>> TakeAsync(ClaimTransaction tx, IReadOnlyList<string> tasks, IReadOnlyList<ClaimSlot> slots, DateTime now,
-        bool last, CancellationToken ct)
+        bool last, HashSet<long> waiting, CancellationToken ct)
     {
         var walk = new Walk(slots, now);
         held.SkipIn(walk.Visited, now);
@@ -52,6 +53,8 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
             }
         }
         await closing.CloseAsync(tx, walk.Writes, walk.Emptied, walk.Taken, now, last, ct);
+        waiting.Clear();
+        waiting.UnionWith(walk.Waiting);
         return walk.Taken;
     }
 
@@ -61,6 +64,10 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
         var limit = walk.Visited.Count + Math.Max(LanesPerRound, walk.Wanted);
         var lanes = await selector.SelectAsync(tx.Connection, new LaneQuery(tasks, now, limit), ct);
         var fresh = lanes.Where(l => !walk.Visited.Contains((l.JobId, l.Task))).ToList();
+        if (walk.Rounds++ == 0)
+        {
+            walk.Waiting.UnionWith(lanes.Where(l => !l.Override).Select(l => l.TenantId));
+        }
         if (fresh.Count == 0)
         {
             return false;
@@ -104,12 +111,12 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
             rows.Sort(static (a, b) => a.Id.CompareTo(b.Id));
         }
         var used = Math.Min(want, rows.Count);
-        var count = 0;
+        var leases = 0;
         foreach (var row in rows.Take(used))
         {
-            if (await TakeRowAsync(tx.Connection, row, group[0].TenantId, walk, now, ct))
+            if (await TakeRowAsync(tx.Connection, row, group[0], walk, now, ct) is { Reservation: false })
             {
-                count++;
+                leases++;
             }
         }
         // Everything claimable the lanes showed is taken now, and each lane was asked for one row more than could be
@@ -121,9 +128,11 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
         {
             walk.Emptied.AddRange(group);
         }
-        if (count > 0)
+        // Reservations are charged when the buffer hands them out (ClaimDispatcher): a tenant's turn must not be spent
+        // on items that wait in memory, or another tenant's claims would be counted against it.
+        if (leases > 0)
         {
-            selector.Claimed(group[0].TenantId, count);
+            selector.Claimed(group[0].TenantId, leases);
         }
     }
 
@@ -277,10 +286,10 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
     }
 
     /// <summary>
-    /// Queues the write that gives <paramref name="row"/> to the walk's next slot; false when the row is instead an
-    /// expired lease that used up its attempts (it goes dead here and takes no slot).
+    /// Queues the write that gives <paramref name="row"/> to the walk's next slot, and returns that slot; null when the
+    /// row is instead an expired lease that used up its attempts (it goes dead here and takes no slot).
     /// </summary>
-    private async Task<bool> TakeRowAsync(MySqlConnection conn, LockedRow row, long tenant, Walk walk, DateTime now,
+    private async Task<ClaimSlot?> TakeRowAsync(MySqlConnection conn, LockedRow row, Lane lane, Walk walk, DateTime now,
         CancellationToken ct)
     {
         var expired = row.State == ItemStates.Leased && row.LeaseExpiresAt is not null;
@@ -294,7 +303,7 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
             {
                 await conn.ExecuteAsync(new CommandDefinition(ClaimSql.KillItem, new { row.Id, Error = LeaseExpiredError, Now = now }, cancellationToken: ct));
                 await JobCounters.CountFinishedAsync(conn, null, row.JobId, new(Dead: 1), now, ct);
-                return false;
+                return null;
             }
         }
         var slot = walk.NextSlot;
@@ -309,8 +318,12 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
         }
         // A reservation does not count as an attempt until it is handed out.
         var attempt = slot.Reservation ? row.Attempts : row.Attempts + 1;
-        walk.Taken.Add(new TakenItem(row.Id, row.JobId, tenant, row.DocumentId, row.Task, attempt, token, slot.Until, slot.Reservation));
-        return true;
+        walk.Taken.Add(new TakenItem(row.Id, row.JobId, lane.TenantId, row.DocumentId, row.Task, attempt, token, slot.Until, slot.Reservation)
+        {
+            Value = lane.Value,
+            Override = lane.Override,
+        });
+        return slot;
     }
 
     /// <param name="commit">The claim's last batch: it carries the COMMIT.</param>
@@ -342,6 +355,11 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
         public HashSet<(long JobId, string Task)> Visited { get; } = [];
 
         public List<Lane> Emptied { get; } = [];
+
+        /// <summary>The tenants of the first round's lanes (see <see cref="ClaimOrder.Waiting"/>).</summary>
+        public HashSet<long> Waiting { get; } = [];
+
+        public int Rounds { get; set; }
 
         public int Wanted => slots.Count - Taken.Count;
 

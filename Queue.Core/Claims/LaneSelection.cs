@@ -10,7 +10,8 @@ namespace Queue.Core.Claims;
 /// may be offered again when the engine asks the selector after the round. A fair selector uses it to keep its shares
 /// item by item even when one transaction claims for many workers.
 /// </param>
-public sealed record Lane(long JobId, string Task, long TenantId, long Value, int? Quota = null);
+/// <param name="Override">A technician's override lane: served before every tenant's turn, here and in the claim-ahead buffer.</param>
+public sealed record Lane(long JobId, string Task, long TenantId, long Value, int? Quota = null, bool Override = false);
 
 /// <param name="Tasks">The worker's task filter; empty accepts every task.</param>
 /// <param name="Limit">At most this many lanes; the engine asks again with a larger limit when these ran dry.</param>
@@ -33,6 +34,13 @@ public interface ILaneSelector
     /// deadlock (rare) reports its items again, so a fair selector's counts may run ahead by one batch.
     /// </summary>
     void Claimed(long tenantId, int count);
+
+    /// <summary>
+    /// A tenant's place in the turn order of handouts from the claim-ahead buffer, lowest first (ties to the lower
+    /// tenant id); null when the policy takes no turns between tenants (seed: the buffer hands out in lane order). Items
+    /// claimed ahead are charged through <see cref="Claimed"/> when they are handed out, not when they are reserved.
+    /// </summary>
+    double? TurnOf(long tenantId);
 }
 
 /// <summary>docs/CONTRACT.md's order: lowest value first, ties to the older job; straight off the ordering indexes.</summary>
@@ -67,6 +75,8 @@ public sealed class SeedLaneSelector : ILaneSelector
     public void Claimed(long tenantId, int count)
     {
     }
+
+    public double? TurnOf(long tenantId) => null;
 
     private sealed record LaneRow(long JobId, string Task, long TenantId, long Value)
     {

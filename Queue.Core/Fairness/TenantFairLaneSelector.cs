@@ -30,7 +30,7 @@ public sealed class TenantFairLaneSelector(FairShare fair, TimeProvider clock) :
         var overrides = query.Tasks.Count == 0
             ? await conn.QueryAsync<LaneRow>(Cmd(FairnessSql.OverrideLanes, new { query.Now, query.Limit }, ct))
             : await conn.QueryAsync<LaneRow>(Cmd(FairnessSql.OverrideLanesForTasks, new { query.Now, query.Limit, query.Tasks }, ct));
-        lanes.AddRange(overrides.Select(r => r.ToLane(null)));
+        lanes.AddRange(overrides.Select(r => r.ToLane(null) with { Override = true }));
 
         var tenants = new HashSet<long>();
         if (query.Tasks.Count == 0)
@@ -84,6 +84,8 @@ public sealed class TenantFairLaneSelector(FairShare fair, TimeProvider clock) :
     }
 
     public void Claimed(long tenantId, int count) => fair.Charge(tenantId, count, Weight(tenantId));
+
+    public double? TurnOf(long tenantId) => fair.PassOf(tenantId);
 
     public int Weight(long tenantId)
     {

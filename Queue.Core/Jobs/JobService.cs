@@ -132,6 +132,8 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, TenantCac
             }
             await JobCancellation.CancelReadyItemsAsync(conn, tx, jobId, now, ct);
             await OrderingLanes.RemoveJobAsync(conn, tx, jobId, ct);
+            // Claimed-ahead items of this job must not be handed out once this commits (docs/DESIGN.md, claim epoch).
+            await conn.ExecuteAsync(new CommandDefinition(ClaimSql.BumpEpoch, transaction: tx, cancellationToken: ct));
             await tx.CommitAsync(ct);
             openJobs.Forget(jobId);
             return Outcome.Ok;

@@ -27,6 +27,15 @@ public static class ClaimSql
         LIMIT @Limit
         """;
 
+    // ---- The claim epoch (migrations/V21): moved by anything that takes back claimed-ahead items, read before a handout
+    //      from memory. Both are point reads or writes of the one row of claim_epoch (PRIMARY).
+
+    /// <summary>The epoch as it stands; a handout from the claim-ahead buffer trusts only items claimed under it.</summary>
+    public const string ReadEpoch = "SELECT epoch FROM claim_epoch WHERE id = 1";
+
+    /// <summary>Moves the epoch, inside the transaction of a cancel, block, override or requeue.</summary>
+    public const string BumpEpoch = "UPDATE claim_epoch SET epoch = epoch + 1 WHERE id = 1";
+
     // ---- Inside one lane.
 
     /// <summary>

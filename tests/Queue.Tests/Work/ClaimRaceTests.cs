@@ -45,11 +45,16 @@ public abstract class ClaimRaceTests<TFixture>(TFixture fx) where TFixture : Wor
 
         Assert.Equal(1000, claimed.Count);
         Assert.Equal(1000, claimed.Distinct().Count());
-        // Leases handed out from the claim-ahead buffer are written down within Claims:HandoutFlushMilliseconds.
+        // Leases handed out from the claim-ahead buffer are written down within Claims:HandoutFlushMilliseconds of the
+        // process's clock, which is the fixture's fake one: moved on a little at each look.
         long leased = 0;
-        await Eventually.HoldsAsync(async () => (leased = await fx.ScalarAsync<long>(
-            "SELECT COUNT(*) FROM items WHERE job_id IN @Jobs AND state = 1 AND attempts = 1 AND lease_expires_at IS NOT NULL", new { Jobs = jobs })) == 1000,
-            TimeSpan.FromSeconds(5));
+        await Eventually.HoldsAsync(async () =>
+        {
+            fx.Clock.Advance(TimeSpan.FromMilliseconds(100));
+            leased = await fx.ScalarAsync<long>(
+                "SELECT COUNT(*) FROM items WHERE job_id IN @Jobs AND state = 1 AND attempts = 1 AND lease_expires_at IS NOT NULL", new { Jobs = jobs });
+            return leased == 1000;
+        }, TimeSpan.FromSeconds(5));
         Assert.Equal(1000L, leased);
     }
 

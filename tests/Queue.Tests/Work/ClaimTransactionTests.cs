@@ -49,5 +49,7 @@ public sealed class ClaimTransactionTests(ApiFixture fx) : IClassFixture<ApiFixt
         public Task<IReadOnlyList<Lane>> SelectAsync(MySqlConnection conn, LaneQuery query, CancellationToken ct) => seed.SelectAsync(conn, query, ct);
 
         public void Claimed(long tenantId, int count) => throw new InvalidOperationException(Message);
+
+        public double? TurnOf(long tenantId) => null;
     }
 }

@@ -35,11 +35,20 @@ public class WorkFixture : DatabaseFixture
 
     protected virtual IDictionary<string, string?> Settings => new Dictionary<string, string?>();
 
+    /// <summary>Services a fixture replaces in the Api, after the fake clock.</summary>
+    protected virtual void ConfigureServices(IServiceCollection services)
+    {
+    }
+
     public override async Task InitializeAsync()
     {
         await base.InitializeAsync();
         Api = new ApiFactory(ConnectionString, Settings).WithWebHostBuilder(b =>
-            b.ConfigureTestServices(s => s.AddSingleton<TimeProvider>(Clock)));
+            b.ConfigureTestServices(s =>
+            {
+                s.AddSingleton<TimeProvider>(Clock);
+                ConfigureServices(s);
+            }));
         _ = Api.Server;
         WorkerKey = await NewWorkerKeyAsync();
     }

@@ -1,0 +1,244 @@
+namespace Queue.Core.Claims;
+
+/// <summary>
+/// One task filter's claim-ahead buffer in this process: items reserved in the database and held in memory, handed out
+/// in the order the database would serve them (docs/DESIGN.md "Claim-ahead that keeps the policy"): override items
+/// first, then, under a policy that takes turns between tenants (<see cref="ILaneSelector.TurnOf"/>), one sub-buffer per
+/// tenant served by turn and each in lane order (value, job, item id); under seed, one buffer in lane order. A tenant
+/// that the last claim saw with work and that has nothing here stops the handouts while its turn is earlier: its caller
+/// goes to a claim transaction instead of taking another tenant's item. Not thread-safe: the dispatcher's lock guards it.
+/// </summary>
+internal sealed class ClaimAheadBuffer(IReadOnlyList<string> tasks)
+{
+    private readonly PriorityQueue<Held, (long Value, long JobId, long Id)> overrides = new();
+    private readonly Dictionary<long, PriorityQueue<Held, (long Value, long JobId, long Id)>> byTenant = [];
+    private DateTime firstStale = DateTime.MaxValue;
+
+    public IReadOnlyList<string> Tasks { get; } = tasks;
+
+    /// <summary>Items held now.</summary>
+    public int Count { get; private set; }
+
+    /// <summary>The claim epoch every held item was claimed under (<see cref="ClaimEpoch"/>).</summary>
+    public long Epoch { get; private set; }
+
+    /// <summary>Items to give back: held past their freshness, or claimed under an older epoch. The filter's next flush gives them back.</summary>
+    public List<TakenItem> Stale { get; } = [];
+
+    /// <summary>The last claim's <see cref="ClaimOrder.Waiting"/>: tenants with work in the database, earliest turns first.</summary>
+    public HashSet<long> Waiting { get; set; } = [];
+
+    /// <summary>The <see cref="WorkSignal.Generation"/> the filter's last claim started after: a newer one means new work may wait in the database.</summary>
+    public long SeenSignal { get; set; } = -1;
+
+    public int LastDemand { get; set; }
+
+    public int InFlight { get; set; }
+
+    public DateTimeOffset LastFlush { get; set; }
+
+    public DateTimeOffset LastUsed { get; set; }
+
+    /// <summary>Items handed out since the last flush.</summary>
+    public int HandedOut { get; set; }
+
+    /// <summary>What the last flush meant to hold; a refill is queued once the buffer is down to half of it.</summary>
+    public int Target { get; set; }
+
+    public bool RefillQueued { get; set; }
+
+    /// <summary>False for a filter past the dispatcher's bound of filters: it never claims ahead and is not kept.</summary>
+    public bool Kept { get; init; } = true;
+
+    /// <summary>Nothing held, nothing to give back, no claim running or queued: the filter can be forgotten.</summary>
+    public bool Idle => Count == 0 && Stale.Count == 0 && InFlight == 0 && !RefillQueued;
+
+    /// <summary>
+    /// Holds <paramref name="item"/>, a reservation claimed under <paramref name="epoch"/>, until
+    /// <paramref name="freshUntil"/>: a time counted from the reservation's own expiry in the database, never from when
+    /// it reached memory, so a claim transaction that ran slow cannot leave items here whose reservation another claim
+    /// may already take. Items of an older epoch than those held are not trusted; a newer epoch drops what is held.
+    /// </summary>
+    public void Add(TakenItem item, DateTime freshUntil, long epoch, bool byTenants)
+    {
+        if (epoch < Epoch)
+        {
+            Stale.Add(item);
+            return;
+        }
+        if (epoch > Epoch)
+        {
+            DropAll();
+            Epoch = epoch;
+        }
+        Put(new Held(item, freshUntil, byTenants ? item.TenantId : 0));
+    }
+
+    /// <summary>
+    /// Up to <paramref name="max"/> items in the policy's order, each charged to its tenant through
+    /// <paramref name="turns"/>; empty when the next item by that order is not here (a tenant waiting in the database
+    /// has the earlier turn) or nothing fresh is held.
+    /// </summary>
+    public List<TakenItem> Take(int max, DateTime now, ILaneSelector turns)
+    {
+        DropStale(now);
+        var given = new List<TakenItem>();
+        while (given.Count < max && Count > 0)
+        {
+            if (!overrides.TryDequeue(out var held, out _))
+            {
+                if (NextTenant(turns) is not { } queue)
+                {
+                    break;
+                }
+                held = queue.Dequeue();
+            }
+            Count--;
+            turns.Claimed(held.Item.TenantId, 1);
+            given.Add(held.Item);
+        }
+        return given;
+    }
+
+    /// <summary>Moves the items past their freshness to <see cref="Stale"/>. Cheap while none is: the earliest time is kept.</summary>
+    public void DropStale(DateTime now)
+    {
+        if (now < firstStale)
+        {
+            return;
+        }
+        var keep = new List<Held>();
+        foreach (var queue in byTenant.Values.Append(overrides))
+        {
+            while (queue.TryDequeue(out var held, out _))
+            {
+                keep.Add(held);
+            }
+        }
+        byTenant.Clear();
+        Count = 0;
+        firstStale = DateTime.MaxValue;
+        foreach (var held in keep)
+        {
+            if (held.FreshUntil <= now)
+            {
+                Stale.Add(held.Item);
+            }
+            else
+            {
+                Put(held);
+            }
+        }
+    }
+
+    /// <summary>Moves everything held to <see cref="Stale"/>: a newer epoch, or a shutdown.</summary>
+    public void DropAll()
+    {
+        foreach (var queue in byTenant.Values.Append(overrides))
+        {
+            while (queue.TryDequeue(out var held, out _))
+            {
+                Stale.Add(held.Item);
+            }
+        }
+        byTenant.Clear();
+        Count = 0;
+        firstStale = DateTime.MaxValue;
+    }
+
+    private void Put(Held held)
+    {
+        var item = held.Item;
+        var key = (item.Value, item.JobId, item.Id);
+        if (item.Override)
+        {
+            overrides.Enqueue(held, key);
+        }
+        else
+        {
+            if (!byTenant.TryGetValue(held.Tenant, out var queue))
+            {
+                queue = new();
+                byTenant[held.Tenant] = queue;
+            }
+            queue.Enqueue(held, key);
+        }
+        Count++;
+        if (held.FreshUntil < firstStale)
+        {
+            firstStale = held.FreshUntil;
+        }
+    }
+
+    /// <summary>
+    /// The sub-buffer whose tenant's turn comes first (ties to the lower id), or null when a tenant of
+    /// <see cref="Waiting"/> with nothing held has an earlier turn still: that tenant's work is in the database.
+    /// </summary>
+    private PriorityQueue<Held, (long, long, long)>? NextTenant(ILaneSelector turns)
+    {
+        PriorityQueue<Held, (long, long, long)>? best = null;
+        var bestTurn = double.MaxValue;
+        var bestTenant = long.MaxValue;
+        foreach (var (tenant, queue) in byTenant)
+        {
+            if (queue.Count == 0)
+            {
+                continue;
+            }
+            var turn = turns.TurnOf(tenant) ?? 0;
+            if (turn < bestTurn || (turn == bestTurn && tenant < bestTenant))
+            {
+                (best, bestTurn, bestTenant) = (queue, turn, tenant);
+            }
+        }
+        if (best is null)
+        {
+            return null;
+        }
+        foreach (var tenant in Waiting)
+        {
+            if ((!byTenant.TryGetValue(tenant, out var queue) || queue.Count == 0) && turns.TurnOf(tenant) is { } turn
+                && (turn < bestTurn || (turn == bestTurn && tenant < bestTenant)))
+            {
+                return null;
+            }
+        }
+        return best;
+    }
+
+    /// <param name="Tenant">The sub-buffer: the item's tenant, or 0 under a policy that takes no turns.</param>
+    private long second;
+    private int thisSecond;
+    private int lastSecond;
+
+    /// <summary>Counts a /next of this filter, per second of the clock.</summary>
+    public void Called(DateTimeOffset now)
+    {
+        Roll(now);
+        thisSecond++;
+        LastUsed = now;
+    }
+
+    /// <summary>
+    /// Claims ahead only for a filter polled at <see cref="ClaimOptions.PrefetchAboveCallsPerSecond"/> or more:
+    /// a worker now and then is served by a transaction of its own, and sees the order as it is at that moment.
+    /// </summary>
+    public bool Busy(DateTimeOffset now, ClaimOptions o)
+    {
+        Roll(now);
+        return Kept && Math.Max(thisSecond, lastSecond) >= o.PrefetchAboveCallsPerSecond;
+    }
+
+    private void Roll(DateTimeOffset now)
+    {
+        var current = now.ToUnixTimeMilliseconds() / 1000;
+        if (current != second)
+        {
+            lastSecond = current == second + 1 ? thisSecond : 0;
+            thisSecond = 0;
+            second = current;
+        }
+    }
+
+    private readonly record struct Held(TakenItem Item, DateTime FreshUntil, long Tenant);
+}
