@@ -39,13 +39,17 @@ public sealed partial class ClaimBackgroundService(IServiceProvider services, Wo
             HandoutLoopAsync(stoppingToken), StatsLoopAsync(stoppingToken));
     }
 
-    /// <summary>New items committed by any process (docs/DESIGN.md "Scaling out": wake-ups across processes).</summary>
+    /// <summary>
+    /// New items committed by any process (docs/DESIGN.md "Scaling out": wake-ups across processes). Also while this
+    /// process holds claimed-ahead items: the signal then sends the next /next to a claim transaction, so another
+    /// process's submission takes its turn within this interval instead of waiting behind the buffer.
+    /// </summary>
     private Task WakeLoopAsync(CancellationToken ct)
     {
         var newest = -1L;
         return PeriodicLoop.RunAsync(TimeSpan.FromMilliseconds(options.Value.WakeMilliseconds), async c =>
         {
-            if (signal.Waiters > 0)
+            if (signal.Waiters > 0 || dispatcher.Buffered > 0)
             {
                 await using var conn = await db.OpenConnectionAsync(c);
                 var now = await conn.ExecuteScalarAsync<long>(new CommandDefinition(ClaimSql.NewestItem, cancellationToken: c));

@@ -64,3 +64,23 @@ public sealed class FairClaimAheadTests(FairClaimAheadFixture fx) : IClassFixtur
         Assert.All(await fx.ClaimJobsAsync("fair-admin", 5), j => Assert.NotEqual(first, j));
     }
 }
+
+public sealed class TaskFilterBoundTests(HandoutFixture fx) : IClassFixture<HandoutFixture>
+{
+    [Fact]
+    public async Task Task_filters_are_bounded_and_the_idle_ones_are_forgotten()
+    {
+        var dispatcher = fx.Service<ClaimDispatcher>();
+        for (var batch = 0; batch < (ClaimDispatcher.MaxFilters + 100) / 50; batch++)
+        {
+            await Task.WhenAll(Enumerable.Range(batch * 50, 50).Select(i =>
+                dispatcher.ClaimAsync(new ClaimRequest("w", [$"bound-{i}"], 1, 30), default)));
+        }
+        Assert.InRange(dispatcher.Filters, 1, ClaimDispatcher.MaxFilters);
+
+        fx.Clock.Advance(TimeSpan.FromMinutes(1));
+        await dispatcher.ReleaseStaleAsync(all: false, default);
+
+        Assert.Equal(0, dispatcher.Filters);
+    }
+}
