@@ -32,7 +32,7 @@ internal sealed class ClaimClosing(HeldLanes held)
         var documents = taken.Select(t => t.DocumentId).Distinct().ToList();
         if (lanes.Count == 0 && documents.Count == 0)
         {
-            await ItemTaker.WriteAsync(tx, writes, last, ct);
+            await tx.WriteAsync(writes, last, ct);
             return;
         }
         var (hints, docs) = await ReadLanesAndDocumentsAsync(tx, writes, lanes, documents, now, ct);
@@ -51,11 +51,7 @@ internal sealed class ClaimClosing(HeldLanes held)
             {
                 batch.BatchCommands.Add(LaneCommand.Batch(ClaimSql.DeleteLanes(chunk.Length), chunk.Select(h => (h.JobId, h.Task)).ToList()));
             }
-            if (last)
-            {
-                tx.CommitWith(batch);
-            }
-            await batch.ExecuteNonQueryAsync(ct);
+            await tx.RunAsync(batch, commit: last, ct);
         }
         foreach (var t in taken)
         {
@@ -87,8 +83,7 @@ internal sealed class ClaimClosing(HeldLanes held)
             cmd.Parameters.AddNumbered("@d", documents);
             batch.BatchCommands.Add(cmd);
         }
-        tx.BeginWith(batch);
-        await using var reader = await batch.ExecuteReaderAsync(ct);
+        await using var reader = await tx.ReadAsync(batch, ct);
         var results = new BatchResults(reader);
         if (lanes.Count > 0)
         {

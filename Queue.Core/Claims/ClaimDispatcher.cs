@@ -36,16 +36,11 @@ public sealed partial class ClaimDispatcher
     private readonly WorkSignal signal;
     private readonly GroupCommitQueue<Waiter> queue;
     private readonly Lock gate = new();
-    private readonly Dictionary<string, ClaimAheadBuffer> aheads = new(StringComparer.Ordinal);
+    private readonly ClaimAheadFilters aheads = new();
     private readonly CallerPeak callers = new();
 
-    /// <summary>
-    /// Task filters tracked at most. Each distinct task list a worker sends is one; an idle one is forgotten after
-    /// <see cref="IdleFilterSeconds"/>, and past the bound a new filter is served by transactions only.
-    /// </summary>
-    public const int MaxFilters = 1024;
-
-    private const int IdleFilterSeconds = 30;
+    /// <summary>Task filters tracked at most (<see cref="ClaimAheadFilters"/>); past it a new filter is served by transactions only.</summary>
+    public const int MaxFilters = ClaimAheadFilters.Max;
 
     /// <summary>
     /// A transaction gathers only up to this many callers. Past it the per-transaction cost is spread thin already, and
@@ -81,7 +76,7 @@ public sealed partial class ClaimDispatcher
         {
             lock (gate)
             {
-                return aheads.Values.Sum(k => k.Count);
+                return aheads.Buffered;
             }
         }
     }
@@ -256,7 +251,7 @@ public sealed partial class ClaimDispatcher
         {
             foreach (var byKey in batch.GroupBy(w => w.Request.Key, StringComparer.Ordinal))
             {
-                var ahead = Ahead(byKey.Key, byKey.First().Request.Tasks, at);
+                var ahead = aheads.Get(byKey.Key, byKey.First().Request.Tasks, at);
                 ahead.RefillQueued = false;
                 if (epoch > ahead.Epoch)
                 {
@@ -377,44 +372,27 @@ public sealed partial class ClaimDispatcher
     /// Has claimed-ahead items that waited longer than the hold time given back, so the buffer never serves a stale
     /// order for long: through the claim queue, by a flush of their filter (<see cref="FlushAsync"/>), so that a give-back
     /// never runs beside a claim that would then find those items neither buffered nor claimable. Forgets filters idle
-    /// for <see cref="IdleFilterSeconds"/>. At shutdown (<paramref name="all"/>) everything buffered goes back at once.
+    /// (<see cref="ClaimAheadFilters"/>). At shutdown (<paramref name="all"/>) everything buffered goes back at once.
     /// </summary>
     public async Task ReleaseStaleAsync(bool all, CancellationToken ct)
     {
-        var hold = TimeSpan.FromMilliseconds(options.Value.PrefetchHoldMilliseconds);
         var back = new List<TakenItem>();
         var tidy = new List<Waiter>();
         lock (gate)
         {
-            var at = clock.GetUtcNow();
-            var now = at.UtcDateTime;
-            List<string>? idle = null;
-            foreach (var (key, ahead) in aheads)
+            if (all)
             {
-                if (all)
-                {
-                    ahead.DropAll();
-                    back.AddRange(ahead.Stale);
-                    ahead.Stale.Clear();
-                    continue;
-                }
-                ahead.DropStale(now);
-                if (ahead.Stale.Count > 0 && RefillOnce(ahead) is { } refill)
-                {
-                    tidy.Add(refill);
-                }
-                if (ahead.Count == 0 && at - ahead.LastFlush >= hold)
-                {
-                    ahead.LastDemand = 0; // idle filter: stop claiming ahead for it
-                }
-                if (ahead.Idle && at - ahead.LastUsed >= TimeSpan.FromSeconds(IdleFilterSeconds))
-                {
-                    (idle ??= []).Add(key);
-                }
+                back = aheads.TakeAll();
             }
-            foreach (var key in idle ?? [])
+            else
             {
-                aheads.Remove(key);
+                foreach (var ahead in aheads.Sweep(clock.GetUtcNow(), TimeSpan.FromMilliseconds(options.Value.PrefetchHoldMilliseconds)))
+                {
+                    if (RefillOnce(ahead) is { } refill)
+                    {
+                        tidy.Add(refill);
+                    }
+                }
             }
         }
         foreach (var w in tidy)
@@ -422,32 +400,6 @@ public sealed partial class ClaimDispatcher
             queue.Requeue(w);
         }
         await leases.ReleaseAsync(back, ct);
-    }
-
-    /// <summary>
-    /// The filter's buffer, made on first use. Past <see cref="MaxFilters"/> idle filters are forgotten first; if all
-    /// are in use, the new filter gets a buffer that is not kept and never claims ahead. Under <see cref="gate"/>.
-    /// </summary>
-    private ClaimAheadBuffer Ahead(string key, IReadOnlyList<string> tasks, DateTimeOffset at)
-    {
-        if (aheads.TryGetValue(key, out var ahead))
-        {
-            return ahead;
-        }
-        if (aheads.Count >= MaxFilters)
-        {
-            foreach (var idle in aheads.Where(a => a.Value.Idle).OrderBy(a => a.Value.LastUsed).Take(MaxFilters / 8).Select(a => a.Key).ToList())
-            {
-                aheads.Remove(idle);
-            }
-            if (aheads.Count >= MaxFilters)
-            {
-                return new ClaimAheadBuffer(tasks) { Kept = false, LastUsed = at };
-            }
-        }
-        ahead = new ClaimAheadBuffer(tasks) { LastUsed = at };
-        aheads[key] = ahead;
-        return ahead;
     }
 
     /// <summary>
@@ -466,7 +418,7 @@ public sealed partial class ClaimDispatcher
         lock (gate)
         {
             var at = clock.GetUtcNow();
-            var ahead = Ahead(request.Key, request.Tasks, at);
+            var ahead = aheads.Get(request.Key, request.Tasks, at);
             ahead.Called(at);
             ahead.DropStale(at.UtcDateTime);
             if (ahead.Count == 0 || ahead.SeenSignal != signal.Generation)
@@ -479,7 +431,7 @@ public sealed partial class ClaimDispatcher
         Waiter? refill = null;
         lock (gate)
         {
-            if (!aheads.TryGetValue(request.Key, out var ahead) || ahead.SeenSignal != signal.Generation)
+            if (!aheads.TryGet(request.Key, out var ahead) || ahead.SeenSignal != signal.Generation)
             {
                 return null;
             }

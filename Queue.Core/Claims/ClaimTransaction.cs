@@ -31,6 +31,43 @@ internal sealed class ClaimTransaction(MySqlConnection connection)
 
     public MySqlConnection Connection => connection;
 
+    /// <summary>Runs a locking read, the transaction's first statement if it has not begun.</summary>
+    public async Task<MySqlDataReader> ReadAsync(MySqlCommand command, CancellationToken ct)
+    {
+        BeginWith(command);
+        return await command.ExecuteReaderAsync(ct);
+    }
+
+    /// <summary>Runs a batch that reads, its statements the transaction's first if it has not begun.</summary>
+    public async Task<MySqlDataReader> ReadAsync(MySqlBatch batch, CancellationToken ct)
+    {
+        BeginWith(batch);
+        return await batch.ExecuteReaderAsync(ct);
+    }
+
+    /// <summary>Runs a writing batch inside the transaction; the claim's last (<paramref name="commit"/>) carries the COMMIT.</summary>
+    public async Task RunAsync(MySqlBatch batch, bool commit, CancellationToken ct)
+    {
+        BeginWith(batch);
+        if (commit)
+        {
+            CommitWith(batch);
+        }
+        await batch.ExecuteNonQueryAsync(ct);
+    }
+
+    /// <summary>Sends the writes a claim queued, if any; the claim's last batch (<paramref name="commit"/>) carries the COMMIT.</summary>
+    public async Task WriteAsync(ClaimWrites writes, bool commit, CancellationToken ct)
+    {
+        if (writes.IsEmpty)
+        {
+            return;
+        }
+        await using var batch = new MySqlBatch(connection);
+        writes.MoveTo(batch);
+        await RunAsync(batch, commit, ct);
+    }
+
     /// <summary>
     /// Puts the begin in front of <paramref name="command"/>, unless the transaction has begun already. The claim's
     /// writing batches call it too, although a lock always came first: a write can never run outside the transaction.

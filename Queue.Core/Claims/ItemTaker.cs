@@ -49,7 +49,7 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
             // already show these items as taken. The last round's writes go with the closing batch instead.
             if (!walk.Full && round < MaxRounds - 1)
             {
-                await WriteAsync(tx, walk.Writes, commit: false, ct);
+                await tx.WriteAsync(walk.Writes, commit: false, ct);
             }
         }
         await closing.CloseAsync(tx, walk.Writes, walk.Emptied, walk.Taken, now, last, ct);
@@ -222,8 +222,7 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
             LaneCommand.AddLanes(cmd.Parameters, chunk.Select(k => (lanes[k].JobId, lanes[k].Task)).ToList());
             cmd.Parameters.AddWithValue("@Cap", cap);
             cmd.Parameters.AddWithValue("@Now", now);
-            tx.BeginWith(cmd);
-            await using var reader = await cmd.ExecuteReaderAsync(ct);
+            await using var reader = await tx.ReadAsync(cmd, ct);
             var parse = reader.GetRowParser<LockedRow>();
             while (await reader.ReadAsync(ct))
             {
@@ -266,8 +265,7 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
                 }
             }
             cmd.Parameters.AddWithValue("@Now", now);
-            tx.BeginWith(cmd);
-            await using var reader = await cmd.ExecuteReaderAsync(ct);
+            await using var reader = await tx.ReadAsync(cmd, ct);
             var parse = reader.GetRowParser<LockedRow>(startIndex: 1);
             while (await reader.ReadAsync(ct))
             {
@@ -324,23 +322,6 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
             Override = lane.Override,
         });
         return slot;
-    }
-
-    /// <param name="commit">The claim's last batch: it carries the COMMIT.</param>
-    internal static async Task WriteAsync(ClaimTransaction tx, ClaimWrites writes, bool commit, CancellationToken ct)
-    {
-        if (writes.IsEmpty)
-        {
-            return;
-        }
-        await using var batch = new MySqlBatch(tx.Connection);
-        writes.MoveTo(batch);
-        tx.BeginWith(batch);
-        if (commit)
-        {
-            tx.CommitWith(batch);
-        }
-        await batch.ExecuteNonQueryAsync(ct);
     }
 
     private sealed record LockedRow(long Id, long JobId, long DocumentId, string Task, sbyte State, int Attempts, DateTime? LeaseExpiresAt);
