@@ -62,12 +62,12 @@ cat <<MSG
 Queue is running.
   Api        $QUEUE_URL          (OpenAPI: $QUEUE_URL/openapi/v1.json)
   Admin      $QUEUE_ADMIN_URL    login: $QUEUE_ADMIN_USER / $QUEUE_ADMIN_PASSWORD
-  Scheduler  $SCHED_URL/healthz  (ordering policy: ${Ordering__Policy:-seed}, period: ${Ordering__Period:-01:00:00})
+  Scheduler  $SCHED_URL/healthz  (ordering policy: ${Ordering__Policy:-tenant-fair}, period: ${Ordering__Period:-01:00:00})
   Keys       customer (acme)   $QUEUE_CUSTOMER_KEY
              customer (globex) $QUEUE_CUSTOMER_KEY_B
              worker            $QUEUE_WORKER_KEY
   All of the above is in .queue/demo.env (source it from scripts). Ctrl-C stops everything.
-  Fair shares between tenants: restart as  Ordering__Policy=tenant-fair ./run.sh
+  One order for all tenants (no shares by weight): restart as  Ordering__Policy=seed ./run.sh
   Why is a job where it is:  curl -H "Authorization: Bearer \$QUEUE_CUSTOMER_KEY" $QUEUE_URL/jobs/ID/explain
 
 MSG

@@ -31,6 +31,9 @@ public static class Format
 
     public static string Number(long n) => n.ToString("N0", CultureInfo.InvariantCulture);
 
+    /// <summary>A fraction as a percentage with at most one decimal: "75 %", "33.3 %".</summary>
+    public static string Percent(double fraction) => (fraction * 100).ToString("0.#", CultureInfo.InvariantCulture) + " %";
+
     public static string Mode(string mode) => mode switch
     {
         "smallest" => "smallest-first",

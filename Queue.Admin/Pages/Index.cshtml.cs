@@ -16,9 +16,13 @@ public sealed class IndexModel(AdminQueries queries, MySqlDataSource db, ReadSou
     /// <summary>The fairness metrics each Api process wrote in the last five minutes (one per process).</summary>
     public IReadOnlyList<FairnessSnapshot> Fairness { get; private set; } = [];
 
+    /// <summary>Each tenant's share of the last recorded minute's claims, beside its weight.</summary>
+    public TenantShares Shares { get; private set; } = new(null, []);
+
     public async Task OnGetAsync(CancellationToken ct)
     {
         Data = await queries.DashboardAsync(ct);
+        Shares = await queries.SharesAsync(ct);
         Fairness = await FairnessMonitor.RecentAsync(db, clock.GetUtcNow().UtcDateTime, ct);
     }
 }

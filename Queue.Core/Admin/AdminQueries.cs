@@ -209,6 +209,14 @@ public sealed class AdminQueries(MySqlDataSource db, ReadSource reads, OrderingC
             depth.Values.OrderBy(d => d.TenantName, StringComparer.Ordinal).ToList(), throughput, oldest, queued, workers);
     }
 
+    /// <summary>Each tenant's share of the claims in the newest minute snapshot, beside its weight (<see cref="TenantShares"/>).</summary>
+    public async Task<TenantShares> SharesAsync(CancellationToken ct)
+    {
+        await using var conn = await reads.OpenAsync(ct);
+        var rows = (await conn.QueryAsync<TenantShares.Row>(new CommandDefinition(AdminSql.LastMinuteShares, cancellationToken: ct))).AsList();
+        return TenantShares.Of(rows);
+    }
+
     private async Task<T> OnOwnConnectionAsync<T>(Func<MySqlConnection, Task<T>> query, CancellationToken ct)
     {
         await using var conn = await reads.OpenAsync(ct);

@@ -11,8 +11,11 @@ public sealed class OrderingOptions
     /// <summary>IANA or system id of the zone whose midnight starts period 0.</summary>
     public string TimeZone { get; set; } = "UTC";
 
-    /// <summary><c>seed</c> (docs/CONTRACT.md's job order) or <c>tenant-fair</c>.</summary>
-    public string Policy { get; set; } = Seed;
+    /// <summary>
+    /// <c>tenant-fair</c> (the default: tenants share the workers by weight, each tenant's own jobs in docs/CONTRACT.md's
+    /// order) or <c>seed</c> (docs/CONTRACT.md's order across all tenants, as before tenant-fair existed).
+    /// </summary>
+    public string Policy { get; set; } = TenantFair;
 
     /// <summary>
     /// The largest in-memory working table a rewrite builds (about 150 bytes per job with work: the default 256 MiB holds

@@ -239,6 +239,16 @@ public static class AdminSql
         GROUP BY at ORDER BY at
         """;
 
+    /// <summary>
+    /// Every tenant's claims in the newest minute snapshot, its weight and what it had ready at that minute's end. On the
+    /// snapshots PK (at, tenant_id): MAX(at) reads the index's last entry, then one range of a row per tenant; tenants by PK.
+    /// </summary>
+    public const string LastMinuteShares = """
+        SELECT s.at AS At, s.tenant_id AS TenantId, t.name AS TenantName, t.weight AS Weight, s.claims AS Claims, s.ready AS Ready
+        FROM snapshots s JOIN tenants t ON t.id = s.tenant_id
+        WHERE s.at = (SELECT MAX(at) FROM snapshots)
+        """;
+
     /// <summary>The oldest job that has work the next claim could take.</summary>
     public const string OldestWaiting = """
         SELECT o.job_id FROM ordering o

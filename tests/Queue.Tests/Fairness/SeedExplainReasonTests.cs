@@ -6,7 +6,7 @@ using Queue.Tests.Work;
 namespace Queue.Tests.Fairness;
 
 /// <summary>Explain under the seed policy: jobs ahead by (value, id), grouped by why. Alone in its database: it counts every job.</summary>
-public sealed class SeedExplainReasonTests(DirectClaimFixture fx) : IClassFixture<DirectClaimFixture>
+public sealed class SeedExplainReasonTests(SeedClaimFixture fx) : IClassFixture<SeedClaimFixture>
 {
     [Fact]
     public async Task Explain_groups_the_jobs_ahead_into_smaller_older_and_override()

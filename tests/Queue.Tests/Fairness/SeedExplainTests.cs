@@ -5,7 +5,7 @@ using Queue.Tests.Work;
 
 namespace Queue.Tests.Fairness;
 
-public sealed class SeedExplainTests(DirectClaimFixture fx) : IClassFixture<DirectClaimFixture>
+public sealed class SeedExplainTests(SeedClaimFixture fx) : IClassFixture<SeedClaimFixture>
 {
     [Fact]
     public async Task Explain_is_in_the_openapi_document()
