@@ -25,6 +25,7 @@ internal sealed class FairTrace
 
     public List<FairCompletion> Completions { get; } = [];
 
+    /// <summary>POST /next calls that handed out an item; empty answers (a long-poll that timed out) are not latencies.</summary>
     public LongConcurrentHistogram ClaimLatency { get; } = Report.NewHistogram();
 
     public LongConcurrentHistogram CompleteLatency { get; } = Report.NewHistogram();
@@ -120,6 +121,8 @@ internal sealed class FairnessLoad(HttpClient http, string workerKey, string tas
                     {
                         if (r.StatusCode == HttpStatusCode.NoContent)
                         {
+                            // Without a long-poll, an idle worker would spin on the two cores it shares with the service.
+                            await Task.Delay(waitSeconds == 0 ? 5 : 0, stop);
                             continue;
                         }
                         if (r.StatusCode != HttpStatusCode.OK)
