@@ -20,6 +20,7 @@ public static class BenchMain
         ["soak"] = Soak.SoakCommand.RunAsync,
         ["cluster"] = ClusterBench.RunAsync,
         ["trace"] = TraceBench.RunAsync,
+        ["fairness"] = FairnessBench.RunAsync,
     };
 
     public static async Task<int> RunAsync(string[] args)
