@@ -65,8 +65,8 @@ internal static class OrderingSwap
     }
 
     /// <summary>
-    /// For the override sweep, which holds the 'rewrite' lock (so no swap is building): the triggers of a swap whose
-    /// process died, which would otherwise cost every lane write a second row write until the next rewrite.
+    /// For the override sweep, which holds the 'rewrite' lock: the triggers of a swap whose process died, which would
+    /// otherwise cost every lane write a second row write until the next rewrite.
     /// </summary>
     /// <remarks>
     /// Only with the swap's fence, not waiting for it: a swap that holds it is alive, and may have lost its 'rewrite'
