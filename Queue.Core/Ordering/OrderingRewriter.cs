@@ -88,7 +88,7 @@ public sealed partial class OrderingRewriter(
         var mode = period.ModeName;
         var band = await conn.ExecuteScalarAsync<int>(Cmd(RewriteSql.Band, null, tx, ct));
         var (ranked, updated, removed) = options.Value.RewriteMethod == OrderingOptions.Swap
-            ? await SwapAsync(mode, OrderingBand.Base(band), now, ct)
+            ? await SwapAsync(conn, tx, mode, OrderingBand.Base(band), now, ct)
             : await InPlaceAsync(conn, tx, mode, OrderingBand.Next(band), now, ct);
 
         var elapsed = Stopwatch.GetElapsedTime(started);
@@ -120,49 +120,11 @@ public sealed partial class OrderingRewriter(
         var removed = await conn.ExecuteAsync(Cmd(RewriteSql.RemoveFinished, null, tx, ct));
         var updated = await ApplyValuesAsync(conn, tx, now, bandBase, ct);
         var lastJob = await conn.ExecuteScalarAsync<long>(Cmd(RewriteSql.LastJobInSnapshot, null, tx, ct));
-        await conn.ExecuteAsync(Cmd(RewriteSql.SetBand, new { Band = band }, tx, ct));
-        await conn.ExecuteAsync(Cmd(RewriteSql.MoveNewJobsToBand, new { AfterJobId = lastJob }, tx, ct));
         var ranked = (int)await conn.ExecuteScalarAsync<long>(Cmd(RewriteSql.CountRanked, null, tx, ct));
+        await conn.ExecuteAsync(Cmd(RewriteSql.SetBand, new { Band = band }, tx, ct));
+        await conn.ExecuteAsync(Cmd(RewriteSql.MoveNewJobsToBand, new { AfterJobId = lastJob, OldestShift = OrderingSwap.OldestShift(mode, ranked) }, tx, ct));
         await conn.ExecuteAsync(Cmd(RewriteSql.DropValues, null, tx, ct));
         return (ranked, updated, removed);
-    }
-
-    /// <summary>
-    /// The new ordering built beside the old one and renamed into its place (<see cref="OrderingSwap"/>), on a
-    /// connection of its own: its DDL commits as it goes, while the caller's transaction keeps the 'rewrite' lock until
-    /// the log row is written. The values stay in the current band: the rename, not a commit, makes them visible at
-    /// once. Should a step fail, the triggers and the half-built table are removed, and the old ordering stands.
-    /// </summary>
-    private async Task<(int Ranked, int Updated, int Removed)> SwapAsync(string mode, long bandBase, DateTime now, CancellationToken ct)
-    {
-        await using var conn = await db.OpenConnectionAsync(ct);
-        int copied, removed;
-        try
-        {
-            await OrderingSwap.PrepareAsync(conn, ct);
-            await FillValuesAsync(conn, null, byRange: true, mode, bandBase, now, ct);
-            copied = await OrderingSwap.CopyAsync(conn, bandBase, now, ct);
-            await OrderingSwap.CatchUpAsync(conn, bandBase, now, ct);
-            removed = await OrderingSwap.CountLeftOutAsync(conn, ct);
-            await OrderingSwap.SwapAsync(conn, ct);
-        }
-        catch (Exception e) when (e is MySqlException or OperationCanceledException)
-        {
-            // On a connection of its own (this one may be broken) and not on the caller's token (a cancelled rewrite
-            // must still take its triggers away). Should that fail too, the override sweep removes them.
-            try
-            {
-                await OrderingSwap.RemoveLeftoversAsync(db, CancellationToken.None);
-            }
-            catch (MySqlException cleanup)
-            {
-                SwapLeftovers(logger, cleanup);
-            }
-            throw;
-        }
-        var ranked = (int)await conn.ExecuteScalarAsync<long>(Cmd(RewriteSql.CountRanked, null, null, ct));
-        await conn.ExecuteAsync(Cmd(RewriteSql.DropValues, null, null, ct));
-        return (ranked, copied, removed);
     }
 
     /// <summary>
@@ -314,9 +276,6 @@ public sealed partial class OrderingRewriter(
 
     [LoggerMessage(EventId = 4002, Level = LogLevel.Information, Message = "The ordering for the {Mode} period starting {PeriodStart:o} was already rewritten; nothing to do")]
     private static partial void RewriteSkipped(ILogger logger, DateTimeOffset periodStart, string mode);
-
-    [LoggerMessage(EventId = 4004, Level = LogLevel.Warning, Message = "A failed swap rewrite could not remove its triggers; the override sweep will")]
-    private static partial void SwapLeftovers(ILogger logger, Exception error);
 
     [LoggerMessage(EventId = 4003, Level = LogLevel.Warning, Message = "The rewrite's values outgrew {Bytes} bytes in memory (Ordering:RewriteMemoryBytes); computing them on disk")]
     private static partial void ValuesOnDisk(ILogger logger, long bytes);

@@ -167,12 +167,15 @@ public static class RewriteSql
     /// Inside the rewrite, after <see cref="SetBand"/> (whose new band this transaction reads): the lanes of jobs created
     /// since the snapshot (a primary-key range), moved into the new band with their provisional values, so they are claimable in the new band from the
     /// commit on. The few other lanes written meanwhile (an override set since the snapshot, a job that ran dry and got
-    /// work again) are moved by <see cref="MoveToBand"/> right after the commit.
+    /// work again) are moved by <see cref="MoveToBand"/> right after the commit. An oldest-first provisional value was
+    /// placed against the old ordering, which in a rewrite into oldest-first has no oldest-first lane, so it starts again
+    /// at 10000, the rank of the oldest job: @OldestShift (5 per job ranked, <see cref="Ordering.OrderingSwap.OldestShift"/>)
+    /// puts these jobs after every ranked one, in the order they were placed.
     /// </summary>
     public const string MoveNewJobsToBand = $"""
         UPDATE ordering o
         JOIN ordering_band b ON b.id = 1
-        SET o.value = {LaneValue} + {CurrentBandBase}
+        SET o.value = {LaneValue} + {CurrentBandBase} + IF(o.mode = 'oldest', @OldestShift, 0)
         WHERE o.job_id > @AfterJobId AND {OutsideCurrentBand}
         """;
 

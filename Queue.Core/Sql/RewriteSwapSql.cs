@@ -43,6 +43,17 @@ public static class RewriteSwapSql
 
     public const string ForgetTouched = "TRUNCATE TABLE ordering_touched";
 
+    /// <summary>
+    /// The swap's fence (docs/DESIGN.md "The fence"): a named lock, held by the connection that builds and renames, and
+    /// taken by whatever else removes a swap's triggers or tables (the override sweep, a failed swap's clean-up). Unlike
+    /// the 'rewrite' row lock it survives the DDL's implicit commits, and it ends with its connection, so a swap that
+    /// lost its connection can rename nothing. Named after the schema, as named locks are the server's. 1 when taken
+    /// within @Seconds. No table.
+    /// </summary>
+    public const string TakeFence = "SELECT GET_LOCK(CONCAT('queue_ordering_swap_', MD5(DATABASE())), @Seconds)";
+
+    public const string ReleaseFence = "SELECT RELEASE_LOCK(CONCAT('queue_ordering_swap_', MD5(DATABASE())))";
+
     /// <summary>Bounds how long a DDL statement below waits for ordering's metadata lock, and so how long claims queue behind it.</summary>
     public const string BoundMetadataWait = "SET SESSION lock_wait_timeout = 1";
 
@@ -59,28 +70,55 @@ public static class RewriteSwapSql
     /// <summary>
     /// After the copy: every write of a lane is written into ordering_next too, in the writer's own transaction. A new
     /// lane is taken whole. An updated lane keeps the rewrite's value and mode unless the writer changed them itself
-    /// (a technician's override, a provisional value), as <see cref="RewriteSql.ApplyValues"/> leaves such lanes.
+    /// (a technician's override, a provisional value), as <see cref="RewriteSql.ApplyValues"/> leaves such lanes. An
+    /// oldest-first value a writer placed against the old ordering (<see cref="OldestPlaced"/>) is not taken as it is:
+    /// the job's value in ordering_next when it has one (PRIMARY prefix of ordering_next: an upload to a job the
+    /// rewrite ranked), else the value moved past the last rank by <paramref name="oldestShift"/>, as the copy does
+    /// (<see cref="Ordering.OrderingSwap.OldestShift"/>). A literal, since a trigger takes no parameters; it is a number.
     /// </summary>
-    public static readonly string[] MirrorTriggers =
+    public static string[] MirrorTriggers(long oldestShift) =>
     [
         $"""
         CREATE OR REPLACE TRIGGER ordering_rewrite_ai AFTER INSERT ON ordering FOR EACH ROW
-        INSERT INTO ordering_next ({Columns})
-        VALUES (NEW.job_id, NEW.task, NEW.tenant_id, NEW.value, NEW.mode, NEW.blocked, NEW.available_at, NEW.updated_at)
-        ON DUPLICATE KEY UPDATE tenant_id = NEW.tenant_id, value = NEW.value, mode = NEW.mode, blocked = NEW.blocked,
-          available_at = NEW.available_at, updated_at = NEW.updated_at
+        BEGIN
+          DECLARE v BIGINT;
+          SET v = NEW.value;
+          IF NEW.mode = 'oldest' THEN
+            SET v = COALESCE({JobsOldestInNext}, NEW.value + {oldestShift});
+          END IF;
+          INSERT INTO ordering_next ({Columns})
+          VALUES (NEW.job_id, NEW.task, NEW.tenant_id, v, NEW.mode, NEW.blocked, NEW.available_at, NEW.updated_at)
+          ON DUPLICATE KEY UPDATE tenant_id = NEW.tenant_id, value = v, mode = NEW.mode, blocked = NEW.blocked,
+            available_at = NEW.available_at, updated_at = NEW.updated_at;
+        END
         """,
         $"""
         CREATE OR REPLACE TRIGGER ordering_rewrite_au AFTER UPDATE ON ordering FOR EACH ROW
-        INSERT INTO ordering_next ({Columns})
-        VALUES (NEW.job_id, NEW.task, NEW.tenant_id, NEW.value, NEW.mode, NEW.blocked, NEW.available_at, NEW.updated_at)
-        ON DUPLICATE KEY UPDATE tenant_id = NEW.tenant_id, blocked = NEW.blocked, available_at = NEW.available_at,
-          updated_at = NEW.updated_at,
-          value = IF(NEW.value <> OLD.value OR NEW.mode <> OLD.mode, NEW.value, value),
-          mode = IF(NEW.value <> OLD.value OR NEW.mode <> OLD.mode, NEW.mode, mode)
+        BEGIN
+          DECLARE v BIGINT;
+          SET v = NEW.value;
+          IF {OldestPlaced} THEN
+            SET v = COALESCE({JobsOldestInNext}, NEW.value + {oldestShift});
+          END IF;
+          INSERT INTO ordering_next ({Columns})
+          VALUES (NEW.job_id, NEW.task, NEW.tenant_id, v, NEW.mode, NEW.blocked, NEW.available_at, NEW.updated_at)
+          ON DUPLICATE KEY UPDATE tenant_id = NEW.tenant_id, blocked = NEW.blocked, available_at = NEW.available_at,
+            updated_at = NEW.updated_at,
+            value = IF(NEW.value <> OLD.value OR NEW.mode <> OLD.mode, v, value),
+            mode = IF(NEW.value <> OLD.value OR NEW.mode <> OLD.mode, NEW.mode, mode);
+        END
         """,
         "CREATE OR REPLACE TRIGGER ordering_rewrite_ad AFTER DELETE ON ordering FOR EACH ROW DELETE FROM ordering_next WHERE job_id = OLD.job_id AND task = OLD.task",
     ];
+
+    /// <summary>
+    /// An update that placed an oldest-first value (an upload in an oldest-first period): not an override set or cleared,
+    /// whose value the technician's transaction computed, nor a hint or a block, which leave value and mode alone.
+    /// </summary>
+    private const string OldestPlaced = "NEW.mode = 'oldest' AND OLD.mode <> 'override' AND (NEW.value <> OLD.value OR NEW.mode <> OLD.mode)";
+
+    /// <summary>The job's oldest-first value in the new ordering, if a lane of it has one there (PRIMARY prefix).</summary>
+    private const string JobsOldestInNext = "(SELECT n.value FROM ordering_next n WHERE n.job_id = NEW.job_id AND n.mode = 'oldest' LIMIT 1)";
 
     /// <summary>
     /// A lane as the new ordering holds it (lane o, its job's row v of rewrite_values or NULL for a job the snapshot did
@@ -89,9 +127,15 @@ public static class RewriteSwapSql
     /// </summary>
     private const string Rewritten = "v.has_work = 1 AND (o.mode = v.seen_mode OR (o.mode <> 'override' AND v.seen_mode <> 'override'))";
 
+    /// <remarks>
+    /// A lane the rewrite did not rank (its job created after the snapshot, or run dry and given work again) that carries
+    /// an oldest-first value was placed against the old ordering: moved by @OldestShift past the last rank
+    /// (<see cref="Ordering.OrderingSwap.OldestShift"/>), so no job placed while the rewrite builds comes before an older one.
+    /// </remarks>
     private const string NewLane = $"""
         o.job_id, o.task, o.tenant_id,
-               IF({Rewritten}, IF(o.mode = 'override' AND v.mode = 'override', {RewriteSql.LaneValue} + @BandBase, v.value), o.value),
+               IF({Rewritten}, IF(o.mode = 'override' AND v.mode = 'override', {RewriteSql.LaneValue} + @BandBase, v.value),
+                  o.value + IF(o.mode = 'oldest' AND (v.job_id IS NULL OR v.has_work = 0), @OldestShift, 0)),
                IF({Rewritten}, v.mode, o.mode),
                o.blocked, o.available_at,
                IF({Rewritten}, @Now, o.updated_at)

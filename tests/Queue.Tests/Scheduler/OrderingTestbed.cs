@@ -105,6 +105,34 @@ internal sealed class OrderingTestbed
         return jobId;
     }
 
+    /// <summary>
+    /// One more document for an open job, an item per task, and its lanes placed, as an upload does (counters and lanes
+    /// in its transaction).
+    /// </summary>
+    public async Task UploadAsync(long jobId, string[]? tasks = null)
+    {
+        tasks ??= ["text"];
+        var now = Clock.GetUtcNow().UtcDateTime;
+        await using var conn = await Db.OpenConnectionAsync();
+        await using var tx = await conn.BeginReadCommittedAsync(default);
+        var docId = await conn.ExecuteScalarAsync<long>("""
+            INSERT INTO documents (job_id, tenant_id, name, content_type, size, sha256, created_at)
+            SELECT id, tenant_id, 'd.txt', 'text/plain', 1, UNHEX(SHA2('x', 256)), @Now FROM jobs WHERE id = @JobId;
+            SELECT LAST_INSERT_ID();
+            """, new { JobId = jobId, Now = now }, tx);
+        foreach (var task in tasks)
+        {
+            await conn.ExecuteAsync("""
+                INSERT INTO items (job_id, document_id, task, state, due_at, created_at, updated_at)
+                VALUES (@JobId, @DocId, @Task, 0, @Now, @Now, @Now)
+                """, new { JobId = jobId, DocId = docId, Task = task, Now = now }, tx);
+        }
+        await conn.ExecuteAsync("UPDATE jobs SET documents = documents + 1, items_total = items_total + @N WHERE id = @JobId",
+            new { JobId = jobId, N = tasks.Length }, tx);
+        await Lanes.PlaceAsync(conn, tx, jobId, tasks, default);
+        await tx.CommitAsync();
+    }
+
     /// <summary>Marks <paramref name="count"/> active items of the job done, as a completion would (counters and items).</summary>
     public async Task CompleteAsync(long jobId, int count)
     {

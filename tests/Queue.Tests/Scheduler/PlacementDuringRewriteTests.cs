@@ -19,21 +19,24 @@ public sealed class PlacementDuringRewriteTests
     [Theory]
     [InlineData(OrderingMode.Oldest)]
     [InlineData(OrderingMode.Smallest)]
-    public async Task The_next_oldest_value_is_read_in_a_few_pages_while_a_rewrite_holds_twenty_thousand_new_values_open(OrderingMode to)
+    public async Task The_next_oldest_value_is_read_in_a_few_pages_while_a_rewrite_holds_its_new_values_open_and_a_job_placed_meanwhile_comes_after_every_older_one(OrderingMode to)
     {
         await using var db = await FreshDatabase.CreateAsync();
         var bed = OrderingTestbed.At(db.DataSource, to == OrderingMode.Oldest ? TenOClock : TenOClock.AddHours(1), rewriteMethod: OrderingOptions.InPlace);
-        await bed.BulkJobsAsync(await db.NewTenantAsync(), Jobs);
+        var tenant = await db.NewTenantAsync();
+        await bed.BulkJobsAsync(tenant, Jobs);
         await bed.Rewriter.RewriteAsync("test");
+        var byOrder = (await bed.LanesAsync()).OrderBy(l => l.Value).ThenBy(l => l.JobId).ToList();
 
-        // What an open rewrite leaves in the indexes: every lane moved into the next band (2^42 up) and the new period's
-        // mode, uncommitted. The rewrite itself writes the band row last, and a test that held the rewrite there would
-        // also hold the band this read share-locks; so this transaction stands in for the rewrite's UPDATE.
-        await using var rewrite = await db.DataSource.OpenConnectionAsync();
-        await using var open = await rewrite.BeginReadCommittedAsync(default);
-        var moved = await rewrite.ExecuteAsync("UPDATE ordering SET value = value + 4398046511104, mode = @mode",
-            new { mode = to == OrderingMode.Oldest ? "oldest" : "smallest" }, open);
-        Assert.Equal(Jobs, moved);
+        // A technician's transaction holds the head lane, which the rewrite writes last: the rewrite stops inside its
+        // UPDATE with the lanes of every slice before it moved into the next band, uncommitted, and the band row not
+        // yet taken (it is written last, and this read share-locks it).
+        await using var holder = await db.DataSource.OpenConnectionAsync();
+        var hold = await holder.BeginReadCommittedAsync(default);
+        await holder.ExecuteAsync("SELECT * FROM ordering WHERE job_id = @Id FOR UPDATE", new { Id = byOrder[0].JobId }, hold);
+        bed.AdvanceTo(to);
+        var rewrite = bed.Rewriter.RewriteAsync("test");
+        await RewriteConcurrencyTests.WaitUntilRewriteHoldsLanesAsync(db, byOrder[^1].JobId, rewrite);
 
         await using (var writer = await db.DataSource.OpenConnectionAsync())
         await using (var tx = await writer.BeginReadCommittedAsync(default))
@@ -48,14 +51,65 @@ public sealed class PlacementDuringRewriteTests
                 reads = Math.Min(reads, await PageReadsAsync(writer, tx) - before);
             }
             await tx.CommitAsync();
-            // Stepping over the rewrite's entries reads a page or more per entry (20,000); the bounded reads, a handful.
-            Assert.True(reads < 5_000, $"reading the next oldest value took {reads} page reads with {Jobs} new values open");
-            // Still the committed ordering's, in its band: 5 past the last rank's 10000 + 5 * 19,999, or the first value
-            // when no lane is oldest-first.
-            Assert.Equal(OrderingBand.Stored(next.Band, to == OrderingMode.Oldest ? 10_000 : 10_000 + (5 * Jobs)), next.NextOldest);
+            // Stepping over the rewrite's entries reads a page or more per entry (thousands); the bounded reads, a handful.
+            Assert.True(reads < 5_000, $"reading the next oldest value took {reads} page reads with the rewrite's new values open");
+            if (to == OrderingMode.Smallest)
+            {
+                // The committed ordering's, in its band: 5 past the last rank's 10000 + 5 * 19,999.
+                Assert.Equal(OrderingBand.Stored(next.Band, 10_000 + (5 * Jobs)), next.NextOldest);
+            }
         }
+        // A job created while the rewrite into oldest-first is open reads the old ordering, which has no oldest-first
+        // lane; once the rewrite commits it must still come after every older job.
+        var newer = to == OrderingMode.Oldest ? await bed.NewJobAsync(tenant, 1) : 0;
 
-        await open.RollbackAsync();
+        await hold.CommitAsync();
+        await rewrite;
+        if (to == OrderingMode.Oldest)
+        {
+            var values = await bed.ValuesByJobAsync();
+            Assert.Equal(values.Keys.Order(), values.OrderBy(v => v.Value.Value).ThenBy(v => v.Key).Select(v => v.Key));
+            Assert.Equal((10_000L + (5 * Jobs), "oldest"), values[newer]);
+        }
+    }
+
+    /// <summary>
+    /// A job created while a swap into oldest-first builds (docs/DESIGN.md "The swap rewrite"): placed against the old
+    /// ordering, which has no oldest-first lane, it would start again at rank 0 and stay there for the whole period. At
+    /// each step it is taken differently: copied as it stands, noted and copied again, or mirrored. An upload to an older
+    /// job meanwhile places a provisional value on it too; the job keeps its rank.
+    /// </summary>
+    [Theory]
+    [InlineData(SwapStep.Filled)]
+    [InlineData(SwapStep.Copied)]
+    [InlineData(SwapStep.CaughtUp)]
+    public async Task A_job_created_while_a_swap_into_oldest_first_builds_comes_after_every_older_job_and_an_upload_moves_no_older_job(SwapStep step)
+    {
+        await using var db = await FreshDatabase.CreateAsync();
+        var bed = OrderingTestbed.At(db.DataSource, TenOClock);
+        var tenant = await db.NewTenantAsync();
+        var older = new List<long>();
+        for (var i = 0; i < 5; i++)
+        {
+            older.Add(await bed.NewJobAsync(tenant, 5 - i));
+        }
+        await bed.Rewriter.RewriteAsync("test"); // smallest-first: the youngest job first
+        bed.AdvanceTo(OrderingMode.Oldest);
+
+        long newer = 0;
+        bed.Rewriter.AfterSwapStep = async s =>
+        {
+            if (s == step)
+            {
+                newer = await bed.NewJobAsync(tenant, 1);
+                await bed.UploadAsync(older[2]);
+            }
+        };
+        await bed.Rewriter.RewriteAsync("test");
+
+        var values = await bed.ValuesByJobAsync();
+        Assert.Equal([.. older, newer], values.OrderBy(v => v.Value.Value).ThenBy(v => v.Key).Select(v => v.Key));
+        Assert.Equal(Enumerable.Range(0, 6).Select(r => (10_000L + (5 * r), "oldest")), values.OrderBy(v => v.Key).Select(v => v.Value));
     }
 
     /// <summary>The server's logical page reads so far.</summary>

@@ -137,7 +137,7 @@ public sealed class RewriteConcurrencyTests
     /// Waits until the rewrite holds the given job's lane, that is, it is inside its UPDATE (and so, writing the tail of
     /// the claim order first, stuck on the held head). Probed with NOWAIT so the probe itself never queues.
     /// </summary>
-    private static async Task WaitUntilRewriteHoldsLanesAsync(FreshDatabase db, long jobId, Task rewrite)
+    internal static async Task WaitUntilRewriteHoldsLanesAsync(FreshDatabase db, long jobId, Task rewrite)
     {
         await using var conn = await db.DataSource.OpenConnectionAsync();
         for (var i = 0; i < 400; i++)

@@ -35,7 +35,7 @@ public sealed class SwapRewriteTests
         await writer.ExecuteAsync("UPDATE ordering SET available_at = @Far WHERE job_id = @Id", new { Far, Id = hinted });
         await bed.AddOverrideAsync(overridden, 7, ElevenOClock.AddDays(1));
         var placedWhileNoting = await bed.NewJobAsync(tenant, 6);
-        await OrderingSwap.CatchUpAsync(swap, OrderingBand.Base(0), bed.Clock.GetUtcNow().UtcDateTime, default);
+        await OrderingSwap.CatchUpAsync(swap, OrderingBand.Base(0), 0, bed.Clock.GetUtcNow().UtcDateTime, default);
 
         // While the triggers mirror: a hint raised, a new job placed, a lane removed.
         await writer.ExecuteAsync("UPDATE ordering SET available_at = @Far WHERE job_id = @Id", new { Far, Id = hintedLater });
@@ -69,7 +69,7 @@ public sealed class SwapRewriteTests
         await using (var swap = await db.DataSource.OpenConnectionAsync())
         {
             await BuildAsync(bed, swap);
-            await OrderingSwap.CatchUpAsync(swap, OrderingBand.Base(0), bed.Clock.GetUtcNow().UtcDateTime, default);
+            await OrderingSwap.CatchUpAsync(swap, OrderingBand.Base(0), 0, bed.Clock.GetUtcNow().UtcDateTime, default);
         }
 
         // Its process gone: the triggers stay and mirror into a table no one will rename, but every write still works.
@@ -116,7 +116,7 @@ public sealed class SwapRewriteTests
         await swap.ExecuteAsync(RewriteSql.CapValuesMemory, new { Bytes = 1 << 24 });
         await swap.ExecuteAsync(RewriteSql.CreateValues);
         await swap.ExecuteAsync(RewriteSql.FillValuesRange, new { Mode = bed.Calendar.Current.ModeName, BandBase = OrderingBand.Base(0), Now = now, RankBase = 0L, FromJob = 0L, ToJob = long.MaxValue });
-        return await OrderingSwap.CopyAsync(swap, OrderingBand.Base(0), now, default);
+        return await OrderingSwap.CopyAsync(swap, OrderingBand.Base(0), 0, now, default);
     }
 
     private static Task<long> TriggersAsync(MySqlConnection conn) =>
