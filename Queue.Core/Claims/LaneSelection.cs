@@ -15,7 +15,8 @@ public sealed record Lane(long JobId, string Task, long TenantId, long Value, in
 
 /// <param name="Tasks">The worker's task filter; empty accepts every task.</param>
 /// <param name="Limit">At most this many lanes; the engine asks again with a larger limit when these ran dry.</param>
-public sealed record LaneQuery(IReadOnlyList<string> Tasks, DateTime Now, int Limit);
+/// <param name="Wanted">Items the claim still wants: a fair selector shares that many out in one round of quotas.</param>
+public sealed record LaneQuery(IReadOnlyList<string> Tasks, DateTime Now, int Limit, int Wanted = 1);
 
 /// <summary>
 /// The replaceable step of a claim that decides which lanes come first. The engine calls it with the claim's

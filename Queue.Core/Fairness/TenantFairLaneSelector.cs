@@ -74,8 +74,12 @@ public sealed class TenantFairLaneSelector(FairShare fair, TimeProvider clock) :
         }
         var backlogged = ranked.Where(heads.ContainsKey).ToList();
         fair.Backlogged(backlogged);
-        // One round of weighted round robin: each tenant's quota is its weight's worth of the round.
-        var picks = backlogged.Sum(Weight);
+        // One round of weighted round robin over what the claim still wants (at least one turn each): each tenant's
+        // quota is its weight's share of it. A round of one turn each made a claim that also fills the claim-ahead
+        // buffer walk a round (five round trips) per item while two tenants had work, about 100 round trips in one
+        // transaction that every waiting caller waited for; shared out at once, a tenant with fewer items than its
+        // quota leaves its lanes drained and the next round offers the others what is left.
+        var picks = Math.Max(backlogged.Sum(Weight), query.Wanted);
         foreach (var (tenant, count) in fair.Plan(backlogged, Weight, picks))
         {
             lanes.Add(heads[tenant] with { Quota = count });
