@@ -12,7 +12,8 @@ public sealed partial class QueueClient
     public async Task<IReadOnlyList<LeasedItem>> ClaimAsync(IReadOnlyList<string>? tasks, int max = 1, TimeSpan wait = default,
         TimeSpan? lease = null, string? worker = null, CancellationToken ct = default)
     {
-        var body = new NextBody(worker, tasks, max, (int)Math.Ceiling(wait.TotalSeconds), (int)(lease ?? TimeSpan.FromMinutes(5)).TotalSeconds);
+        var body = new NextBody(worker, tasks, max, (int)Math.Ceiling(wait.TotalSeconds), (int)(lease ?? TimeSpan.FromMinutes(5)).TotalSeconds,
+            Guid.NewGuid().ToString("N"));
         using var response = await SendAsync(() => Request(HttpMethod.Post, "next", Json(body, QueueJsonContext.Default.NextBody)), ct);
         if (response.StatusCode == HttpStatusCode.NoContent)
         {

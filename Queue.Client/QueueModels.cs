@@ -59,7 +59,8 @@ internal sealed record CreateJobBody(string Name, IReadOnlyList<string>? Tasks, 
 
 internal sealed record InlineDocumentBody(string Name, string ContentType, string Content);
 
-internal sealed record NextBody(string? Worker, IReadOnlyList<string>? Tasks, int Max, int Wait, int Lease);
+/// <summary><c>RequestId</c> is the same on every retry of one claim, so a retry after a lost 200 gets the same leases back.</summary>
+internal sealed record NextBody(string? Worker, IReadOnlyList<string>? Tasks, int Max, int Wait, int Lease, string RequestId);
 
 internal sealed record NextAnswer(IReadOnlyList<LeasedItem> Items);
 

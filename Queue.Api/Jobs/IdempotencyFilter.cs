@@ -4,7 +4,9 @@ using System.Text.Json;
 using Microsoft.AspNetCore.Http.HttpResults;
 using Microsoft.AspNetCore.Http.Json;
 using Microsoft.Extensions.Options;
+using MySqlConnector;
 using Queue.Api.Infrastructure;
+using Queue.Core.Data;
 using Queue.Core.Jobs;
 
 namespace Queue.Api.Jobs;
@@ -13,10 +15,13 @@ namespace Queue.Api.Jobs;
 /// The Idempotency-Key header (IETF draft) for any customer POST: a first request claims the key; its 2xx answer is stored
 /// and replayed (status, Location, body) to a retry with the same fingerprint; a retry while it runs gets 409; the same key
 /// with another method, path, Content-Type or body gets 422. Errors before the handler's commit free the key; once it
-/// committed (<see cref="Committed"/>) the key replays that outcome whatever fails afterwards. The fingerprint is a SHA-256 of the
-/// body computed as the handler streams it, so the filter never buffers the request.
+/// committed (<see cref="Committed"/>) the key replays that outcome whatever fails afterwards. A write that may still
+/// commit never frees its key: one still running when the handler had to answer keeps it until its outcome is known
+/// (<see cref="Landing"/>), and one whose COMMIT's outcome could not be learnt keeps it until the stale takeover
+/// (docs/DESIGN.md "Writes whose outcome is not known yet"). The fingerprint is a SHA-256 of the body computed as the
+/// handler streams it, so the filter never buffers the request.
 /// </summary>
-public sealed class IdempotencyFilter(IdempotencyStore store, IOptions<JsonOptions> json) : IEndpointFilter
+public sealed partial class IdempotencyFilter(IdempotencyStore store, IOptions<JsonOptions> json, ILogger<IdempotencyFilter> logger) : IEndpointFilter
 {
     public const string Header = "Idempotency-Key";
 
@@ -58,15 +63,23 @@ public sealed class IdempotencyFilter(IdempotencyStore store, IOptions<JsonOptio
         {
             result = await next(context);
         }
-        catch
+        catch (Exception ex)
         {
             if (scope.Outcome is { } committed)
             {
                 // The work committed before the failure (a status read, a disconnect): the retry the contract
                 // prescribes must find that outcome, never redo it.
-                await StoreAsync(tenant, key, claim.Started, prefix, body, committed.StatusCode, committed.Location, committed.Body);
+                await StoreAsync(tenant, key, claim.Started, await FingerprintAsync(prefix, body), committed);
             }
-            else
+            else if (scope.Later is { } later)
+            {
+                _ = SettleAsync(tenant, key, claim.Started, await FingerprintAsync(prefix, body), later);
+            }
+            else if (ex is WriteStillRunningException running)
+            {
+                _ = SettleAsync(tenant, key, claim.Started, await FingerprintAsync(prefix, body), NoAnswerAsync(running.Landing));
+            }
+            else if (ex is not CommitOutcomeUnknownException)
             {
                 await store.ReleaseAsync(tenant, key, claim.Started, CancellationToken.None);
             }
@@ -85,11 +98,11 @@ public sealed class IdempotencyFilter(IdempotencyStore store, IOptions<JsonOptio
                 JsonCreated<UploadResponse> c => c.Location,
                 _ => null,
             };
-            await StoreAsync(tenant, key, claim.Started, prefix, body, status.StatusCode!.Value, location, value);
+            await StoreAsync(tenant, key, claim.Started, await FingerprintAsync(prefix, body), new CommittedAnswer(status.StatusCode!.Value, location, value));
         }
         else if (scope.Outcome is { } committed)
         {
-            await StoreAsync(tenant, key, claim.Started, prefix, body, committed.StatusCode, committed.Location, committed.Body);
+            await StoreAsync(tenant, key, claim.Started, await FingerprintAsync(prefix, body), committed);
         }
         else
         {
@@ -106,12 +119,102 @@ public sealed class IdempotencyFilter(IdempotencyStore store, IOptions<JsonOptio
     {
         if (http.Features.Get<IdempotencyScope>() is { } scope)
         {
-            scope.Outcome = new CommittedOutcome(statusCode, location, body);
+            scope.Outcome = new CommittedAnswer(statusCode, location, body);
         }
     }
 
-    /// <summary>Stores an answer whatever the client does meanwhile: the work it describes has already committed.</summary>
-    private async Task StoreAsync(long tenant, string key, DateTime started, byte[] prefix, MeteredStream body, int statusCode, string? location, object value)
+    /// <summary>
+    /// Called by a handler whose write was still running when it had to answer (<see cref="WriteStillRunningException"/>):
+    /// the key stays taken, so a retry gets 409, until <paramref name="answer"/> completes with the answer a retry must
+    /// get (stored, then replayed), or null or an error when nothing landed (the key is freed).
+    /// </summary>
+    public static void Landing(HttpContext http, Task<CommittedAnswer?> answer)
+    {
+        if (http.Features.Get<IdempotencyScope>() is { } scope)
+        {
+            scope.Later = answer;
+        }
+    }
+
+    private static async Task<CommittedAnswer?> NoAnswerAsync(Task landing)
+    {
+        // Landed, but the handler gave no answer to keep: the key stays taken (a retry gets 409) until the takeover.
+        await landing;
+        throw new CommitOutcomeUnknownException("the write landed with no answer to replay", new InvalidOperationException());
+    }
+
+    /// <summary>Waits, after the request has been answered, for a write that was still running, and settles its key.</summary>
+    private async Task SettleAsync(long tenant, string key, DateTime started, byte[] fingerprint, Task<CommittedAnswer?> later)
+    {
+        CommittedAnswer? answer;
+        try
+        {
+            answer = await later;
+        }
+        catch (CommitOutcomeUnknownException)
+        {
+            return; // it may have landed: the key stays taken until the stale takeover
+        }
+#pragma warning disable CA1031 // the write's error was the caller's to see; here it only says that nothing landed
+        catch (Exception)
+#pragma warning restore CA1031
+        {
+            answer = null;
+        }
+        if (answer is null)
+        {
+            await KeepTryingAsync(() => store.ReleaseAsync(tenant, key, started, CancellationToken.None), key);
+            return;
+        }
+        await StoreAsync(tenant, key, started, fingerprint, answer);
+    }
+
+    /// <summary>
+    /// Stores an answer whatever the client does meanwhile: the work it describes has already committed. If the database
+    /// refuses it now, it is tried again in the background: a key left running would be taken over after
+    /// <see cref="IdempotencyStore.StaleAfter"/>, and the retry would then do the work a second time.
+    /// </summary>
+    private async Task StoreAsync(long tenant, string key, DateTime started, byte[] fingerprint, CommittedAnswer answer)
+    {
+        var bytes = JsonSerializer.SerializeToUtf8Bytes(answer.Body, json.Value.SerializerOptions.GetTypeInfo(answer.Body.GetType()));
+        var stored = new StoredResponse(answer.StatusCode, answer.Location, bytes);
+        Task Complete() => store.CompleteAsync(tenant, key, started, fingerprint, stored, CancellationToken.None);
+        try
+        {
+            await Complete();
+        }
+        catch (Exception ex) when (ex is MySqlException or IOException or TimeoutException)
+        {
+            _ = KeepTryingAsync(Complete, key);
+        }
+    }
+
+    private async Task KeepTryingAsync(Func<Task> write, string key)
+    {
+        var until = DateTime.UtcNow + IdempotencyStore.StaleAfter - TimeSpan.FromMinutes(1);
+        for (var pause = TimeSpan.FromMilliseconds(200); ; pause = TimeSpan.FromTicks(Math.Min(pause.Ticks * 2, TimeSpan.FromSeconds(10).Ticks)))
+        {
+            await Task.Delay(pause);
+            try
+            {
+                await write();
+                return;
+            }
+            catch (Exception ex) when ((ex is MySqlException or IOException or TimeoutException) && DateTime.UtcNow < until)
+            {
+            }
+#pragma warning disable CA1031 // a background task: nobody awaits it, so its failure is logged here
+            catch (Exception ex)
+#pragma warning restore CA1031
+            {
+                LogKeyNotSettled(logger, ex, key);
+                return;
+            }
+        }
+    }
+
+    /// <summary>The request's fingerprint, once the body has been read to its end.</summary>
+    private static async Task<byte[]> FingerprintAsync(byte[] prefix, MeteredStream body)
     {
         try
         {
@@ -122,8 +225,7 @@ public sealed class IdempotencyFilter(IdempotencyStore store, IOptions<JsonOptio
         catch (Exception ex) when (ex is IOException or OperationCanceledException or BadHttpRequestException)
         {
         }
-        var bytes = JsonSerializer.SerializeToUtf8Bytes(value, json.Value.SerializerOptions.GetTypeInfo(value.GetType()));
-        await store.CompleteAsync(tenant, key, started, Fingerprint(prefix, body.Hash()), new StoredResponse(statusCode, location, bytes), CancellationToken.None);
+        return Fingerprint(prefix, body.Hash());
     }
 
     private static byte[] Fingerprint(byte[] prefix, byte[] bodyHash)
@@ -134,13 +236,20 @@ public sealed class IdempotencyFilter(IdempotencyStore store, IOptions<JsonOptio
         return h.GetHashAndReset();
     }
 
-    private sealed record CommittedOutcome(int StatusCode, string Location, object Body);
+    /// <summary>What a retry with the key must get once the work committed.</summary>
+    public sealed record CommittedAnswer(int StatusCode, string? Location, object Body);
 
-    /// <summary>Per request: what the handler committed, if it got that far.</summary>
+    /// <summary>Per request: what the handler committed, or the answer still to come, if it got that far.</summary>
     private sealed class IdempotencyScope
     {
-        public CommittedOutcome? Outcome { get; set; }
+        public CommittedAnswer? Outcome { get; set; }
+
+        public Task<CommittedAnswer?>? Later { get; set; }
     }
+
+    [LoggerMessage(EventId = 1002, Level = LogLevel.Error,
+        Message = "The Idempotency-Key {Key} could not be settled after its write; it stays taken until the stale takeover")]
+    private static partial void LogKeyNotSettled(ILogger logger, Exception exception, string key);
 
     /// <summary>The first answer, exactly as it was sent.</summary>
     private sealed class ReplayResult(StoredResponse stored) : IResult

@@ -9,6 +9,7 @@ using Microsoft.AspNetCore.RateLimiting;
 using Microsoft.Extensions.Options;
 using Microsoft.Net.Http.Headers;
 using Queue.Api.Infrastructure;
+using Queue.Core.Data;
 using Queue.Core.Jobs;
 
 namespace Queue.Api.Jobs;
@@ -28,7 +29,7 @@ public static class JobsApi
     {
         var jobs = app.MapGroup("/jobs").RequireAuthorization(Roles.Customer).RequireRateLimiting(TenantRateLimitPolicy.Name)
             .WithTags("Jobs").ProducesProblem(401).ProducesProblem(403).ProducesProblem(429);
-        jobs.MapPost("", CreateAsync).WithIdempotency()
+        jobs.MapPost("", CreateJobEndpoint.HandleAsync).WithIdempotency()
             .Accepts<CreateJobRequest>("application/json").ProducesProblem(409).ProducesProblem(413).ProducesProblem(415).ProducesProblem(422)
             .WithSummary("Create a job, optionally with inline base64 documents").WithName("CreateJob")
             .DisableRequestTimeout(); // a 64 MiB body may take a while; its database wait is bounded by Jobs:DatabaseWaitMilliseconds
@@ -56,81 +57,6 @@ public static class JobsApi
     private static RouteHandlerBuilder WithIdempotency(this RouteHandlerBuilder endpoint) =>
         endpoint.AddEndpointFilter((invocation, next) =>
             invocation.HttpContext.RequestServices.GetRequiredService<IdempotencyFilter>().InvokeAsync(invocation, next));
-
-    private static async Task<Results<JsonCreated<CreatedJobResponse>, ValidationProblem, ProblemHttpResult>> CreateAsync(
-        HttpContext http, ClaimsPrincipal user, JobService jobs, JobStatusService status, IOptions<ApiLimitsOptions> limits,
-        IOptions<JobOptions> jobOptions, IOptions<JsonOptions> json, CancellationToken ct)
-    {
-        if (!http.Request.HasJsonContentType())
-        {
-            return UnsupportedMediaType("send the job as application/json");
-        }
-        var typeInfo = (JsonTypeInfo<CreateJobRequest>)json.Value.SerializerOptions.GetTypeInfo(typeof(CreateJobRequest));
-        var body = RequestLimit.Body(http, limits.Value.MaxRequestBytes);
-        var request = await JsonSerializer.DeserializeAsync(body, typeInfo, ct);
-        if (request is null)
-        {
-            return Problems.Validation("$", "send a JSON object");
-        }
-        var errors = new Dictionary<string, string[]>();
-        if (JobValidation.JobName(request.Name) is { } n)
-        {
-            errors["name"] = [n];
-        }
-        if (request.Tasks is not null && Core.Validation.Tasks(request.Tasks, JobValidation.MaxTasks, allowEmpty: false) is { } t)
-        {
-            errors["tasks"] = [t];
-        }
-        var documents = request.Documents ?? [];
-        int? tooLarge = null;
-        if (documents.Count > jobOptions.Value.MaxInlineDocuments)
-        {
-            errors["documents"] = [$"at most {jobOptions.Value.MaxInlineDocuments} documents per request; add more with POST /jobs/{{id}}/documents"];
-        }
-        for (var i = 0; i < documents.Count; i++)
-        {
-            var d = documents[i];
-            if (d is null)
-            {
-                errors[$"documents[{i}]"] = ["must be an object"];
-                continue;
-            }
-            foreach (var (field, messages) in JobValidation.Document(d.Name, d.ContentType, $"documents[{i}].name", $"documents[{i}].contentType"))
-            {
-                errors[field] = messages;
-            }
-            if (d.Content is null)
-            {
-                errors[$"documents[{i}].content"] = ["is required (base64)"];
-            }
-            else if (ReferenceEquals(d.Content, Base64ContentConverter.Invalid))
-            {
-                errors[$"documents[{i}].content"] = ["is not valid base64"];
-            }
-            else if (d.Content.Length > limits.Value.MaxDocumentBytes)
-            {
-                tooLarge ??= i;
-            }
-        }
-        if (errors.Count > 0)
-        {
-            return Problems.Validation(errors);
-        }
-        if (tooLarge is not null)
-        {
-            return TypedResults.Problem(statusCode: 413, title: "Payload Too Large",
-                detail: $"documents[{tooLarge}] is over the limit of {limits.Value.MaxDocumentBytes} bytes");
-        }
-        var tenant = user.TenantId();
-        var inline = documents.Select(d => new InlineDocument(d.Name!, d.ContentType ?? "application/octet-stream", d.Content!)).ToList();
-        // Not the request's token: a grouped submission commits whether or not its caller waits, so the caller waits
-        // (bounded by Jobs:DatabaseWaitMilliseconds) to learn the outcome its Idempotency-Key must keep.
-        var (pending, created) = await jobs.CreateAsync(tenant, new NewJob(request.Name!, request.Tasks, request.Open ?? false, inline), CancellationToken.None);
-        var location = string.Create(CultureInfo.InvariantCulture, $"/jobs/{created.JobId}");
-        IdempotencyFilter.Committed(http, StatusCodes.Status201Created, location, new CommittedJobResponse(created.JobId, created.Documents));
-        var s = await status.OfNewJobAsync(pending, created, CancellationToken.None);
-        return new JsonCreated<CreatedJobResponse>(location, CreatedJobResponse.From(s, created.Documents));
-    }
 
     private static async Task<Results<JsonCreated<UploadResponse>, ValidationProblem, ProblemHttpResult>> UploadAsync(
         long id, HttpContext http, ClaimsPrincipal user, [FromQuery] string? name, JobService jobs, IOptions<ApiLimitsOptions> limits, CancellationToken ct)
@@ -163,7 +89,17 @@ public static class JobsApi
             }
             documents = UploadBodies.One(new IncomingDocument(name!, type, body));
         }
-        var (outcome, result) = await jobs.UploadAsync(user.TenantId(), id, documents, limits.Value.MaxDocumentBytes, ct);
+        (Outcome Outcome, UploadResult? Result) written;
+        try
+        {
+            written = await jobs.UploadAsync(user.TenantId(), id, documents, limits.Value.MaxDocumentBytes, ct);
+        }
+        catch (WriteStillRunningException running)
+        {
+            IdempotencyFilter.Landing(http, CreateJobEndpoint.UploadAnswerAsync(id, running.LandingOf<(Outcome, UploadResult?)>()));
+            throw;
+        }
+        var (outcome, result) = written;
         if (outcome != Outcome.Ok)
         {
             return outcome == Outcome.NotFound
@@ -283,7 +219,4 @@ public static class JobsApi
         errors["limit"] = ["must be an integer from 1 to 500"];
         return 0;
     }
-
-    private static ProblemHttpResult UnsupportedMediaType(string detail) =>
-        TypedResults.Problem(statusCode: 415, title: "Unsupported Media Type", detail: detail);
 }

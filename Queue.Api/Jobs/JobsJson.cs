@@ -19,9 +19,6 @@ public sealed record CreatedJobResponse(
         new(s.Id, s.Name, s.State, s.CreatedAt, s.Tasks, s.Documents, s.Items, s.Position, s.PositionExact, s.Ordering, s.Eta, created);
 }
 
-/// <summary>What a retry gets when a job committed but its status could not be read (the first answer was a 5xx).</summary>
-public sealed record CommittedJobResponse(long Id, IReadOnlyList<CreatedDocument> Created);
-
 public sealed record UploadResponse(IReadOnlyList<CreatedDocument> Documents, long ItemsAdded);
 
 public sealed record JobsPage(IReadOnlyList<JobStatus> Jobs, string? Next);
@@ -34,7 +31,6 @@ public sealed record ItemsPage(IReadOnlyList<ItemInfo> Items, string? Next);
 [JsonSerializable(typeof(CreateJobRequest))]
 [JsonSerializable(typeof(CreatedJobResponse))]
 [JsonSerializable(typeof(UploadResponse))]
-[JsonSerializable(typeof(CommittedJobResponse))]
 [JsonSerializable(typeof(JobStatus))]
 [JsonSerializable(typeof(JobsPage))]
 [JsonSerializable(typeof(DocumentsPage))]

@@ -46,6 +46,10 @@ public static class WorkerApi
     {
         body ??= new NextRequest(null, null, null, null, null);
         var errors = WorkValidation.Next(body.Worker, body.Tasks, body.Max, body.Wait, body.Lease);
+        if (body.RequestId is { Length: < 1 or > 100 })
+        {
+            errors["requestId"] = ["must be 1 to 100 characters"];
+        }
         if (errors.Count > 0)
         {
             return Problems.Validation(errors);
@@ -54,7 +58,9 @@ public static class WorkerApi
         var request = new ClaimRequest(worker, (body.Tasks ?? []).Distinct(StringComparer.Ordinal).ToList(), body.Max ?? 1, body.Lease ?? 300);
         try
         {
-            var items = await next.NextAsync(request, TimeSpan.FromSeconds(body.Wait ?? 0), ct);
+            // Scoped by the key, so two workers' ids never meet.
+            var requestId = body.RequestId is null ? null : $"{http.User.FindFirst(ApiKeyAuthenticationHandler.KeyClaim)?.Value}/{body.RequestId}";
+            var items = await next.NextAsync(request, TimeSpan.FromSeconds(body.Wait ?? 0), requestId, ct);
             if (items.Count == 0)
             {
                 return TypedResults.NoContent();
@@ -173,7 +179,7 @@ public static class WorkerApi
     }
 }
 
-public sealed record NextRequest(string? Worker, List<string>? Tasks, int? Max, int? Wait, int? Lease);
+public sealed record NextRequest(string? Worker, List<string>? Tasks, int? Max, int? Wait, int? Lease, string? RequestId = null);
 
 public sealed record NextItem(long Id, string LeaseToken, DateTime LeaseExpiresAt, long JobId, string Tenant, long DocumentId,
     string DocumentName, string ContentType, string Task, int Attempt);

@@ -30,7 +30,10 @@ public sealed partial class CompletionBatcher
             "completions", (ex, n) => LogFlushFailed(logger, ex, n));
     }
 
-    /// <summary>Not cancelled with the request: once queued, the completion is written whether or not the caller waits.</summary>
+    /// <summary>
+    /// A caller that leaves while its completion is still queued takes it back; once in a transaction it is written
+    /// whether or not the caller waits, and the worker's retry with the same token is confirmed with 204.
+    /// </summary>
     public Task<FinishOutcome> CompleteAsync(LeaseRef lease, CancellationToken ct) => writes.RunAsync(lease, ct);
 
     [LoggerMessage(EventId = 3002, Level = LogLevel.Warning, Message = "A completion transaction for {Count} leases failed; writing them one by one")]

@@ -85,7 +85,7 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
             {
                 var rows = await LockForFinishAsync(tx, ids, c);
                 var outcomes = new FinishOutcome[leases.Count];
-                var done = new HashSet<long>();
+                var done = new Dictionary<long, byte[]>();
                 var perJob = new Dictionary<long, int>();
                 for (var i = 0; i < leases.Count; i++)
                 {
@@ -94,7 +94,12 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
                     {
                         outcomes[i] = FinishOutcome.NotFound;
                     }
-                    else if (!row.IsLiveLease(l.Token, now) || !done.Add(row.Id))
+                    else if (row.CompletedBy(l.Token) || (done.TryGetValue(row.Id, out var by) && CryptographicOperations.FixedTimeEquals(by, l.Token)))
+                    {
+                        // The same completion again (its answer was lost): confirmed, nothing written a second time.
+                        outcomes[i] = FinishOutcome.Done;
+                    }
+                    else if (!row.IsLiveLease(l.Token, now) || !done.TryAdd(row.Id, l.Token))
                     {
                         outcomes[i] = FinishOutcome.Stale;
                     }
@@ -104,9 +109,9 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
                         perJob[row.JobId] = perJob.GetValueOrDefault(row.JobId) + 1;
                     }
                 }
-                var (byTenant, dry) = done.Count > 0 ? await WriteCompletionsAsync(tx, done, perJob, now, c) : ([], []);
+                var (byTenant, dry) = done.Count > 0 ? await WriteCompletionsAsync(tx, done.Keys, perJob, now, c) : ([], []);
                 await tx.CommitAsync(c);
-                handouts?.Finished(done);
+                handouts?.Finished(done.Keys);
                 janitor.RanDry(dry);
                 return (outcomes, byTenant);
             }
@@ -287,18 +292,4 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
     private sealed record JobTenant(long Id, long TenantId, long Active);
 
     private sealed record JobStateRow(sbyte State, long TenantId);
-
-    private sealed record FinishRow(long Id, long JobId, string Task, sbyte State, byte[]? LeaseToken, DateTime DueAt, int Attempts, string? Worker,
-        DateTime? LeaseExpiresAt)
-    {
-        /// <summary>
-        /// This lease's attempt: a lease handed out from the claim-ahead buffer and not written down yet is still a
-        /// reservation in the row, whose attempt the finishing statement counts (<see cref="ClaimSql.AttemptOfHandout"/>).
-        /// </summary>
-        public int Attempt => LeaseExpiresAt is null ? Attempts + 1 : Attempts;
-
-        /// <summary>Leased, by this token, and not expired: anything else is a stale or foreign lease.</summary>
-        public bool IsLiveLease(byte[] token, DateTime now) =>
-            State == ItemStates.Leased && LeaseToken is not null && CryptographicOperations.FixedTimeEquals(LeaseToken, token) && DueAt > now;
-    }
 }

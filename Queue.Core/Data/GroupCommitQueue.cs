@@ -68,6 +68,15 @@ internal sealed class GroupCommitQueue<T> : IDrainable
         }
     }
 
+    /// <summary>Takes <paramref name="item"/> out of the queue unless a batch has taken it already: true when it will never be written.</summary>
+    public bool TryWithdraw(T item)
+    {
+        lock (gate)
+        {
+            return pending.Remove(item);
+        }
+    }
+
     /// <summary>Queues again an operation that was admitted before (a claim caller served a second time): no bound.</summary>
     public void Requeue(T item)
     {

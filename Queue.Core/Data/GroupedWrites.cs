@@ -15,9 +15,12 @@ internal sealed record GroupLimits(int MaxPending, int MaxFlushes, int MaxBatch,
 /// queue their operation, and a flush loop writes up to <see cref="GroupLimits.MaxBatch"/> of them (and about
 /// <see cref="GroupLimits.MaxBytes"/>) in one transaction. Each caller keeps its own outcome: when a grouped
 /// transaction fails for any reason but a deadlock (the writer retries those whole), its operations are written again
-/// one transaction each, so one caller's constraint error or bad data never fails the others. A caller that leaves
-/// after queueing does not cancel its write: like a dropped connection after a commit, it may have landed, and the
-/// Idempotency-Key retry finds it. Admission is bounded: a slow database gets 503 at once, not a backlog.
+/// one transaction each, so one caller's constraint error or bad data never fails the others. That redo is only for a
+/// transaction that certainly did not commit: a writer whose COMMIT got no answer finds out (<see cref="CommitCheck"/>)
+/// and either returns its results or throws <see cref="CommitOutcomeUnknownException"/>, which is handed to every caller
+/// and never redone. A caller whose wait runs out (or who leaves) before its operation was taken withdraws it, and
+/// nothing is written; once taken, it may still commit, and the caller gets <see cref="WriteStillRunningException"/>
+/// with the outcome to come. Admission is bounded: a slow database gets 503 at once, not a backlog.
 /// </summary>
 internal sealed class GroupedWrites<TIn, TOut>
 {
@@ -47,9 +50,22 @@ internal sealed class GroupedWrites<TIn, TOut>
         {
             return await op.Result.Task.WaitAsync(TimeSpan.FromMilliseconds(limits.WaitMilliseconds), ct);
         }
-        catch (TimeoutException)
+        catch (Exception ex) when (ex is TimeoutException or OperationCanceledException)
         {
-            throw new ServiceBusyException($"the database did not answer the {what} in time");
+            if (op.Result.Task.IsCompleted)
+            {
+                return await op.Result.Task;
+            }
+            if (queue.TryWithdraw(op))
+            {
+                // Never taken, so never written: the caller may say so, and an Idempotency-Key may be freed.
+                if (ex is TimeoutException)
+                {
+                    throw new ServiceBusyException($"the database did not answer the {what} in time");
+                }
+                throw;
+            }
+            throw new WriteStillRunningException($"the database did not answer the {what} in time", op.Result.Task);
         }
     }
 
@@ -77,6 +93,16 @@ internal sealed class GroupedWrites<TIn, TOut>
         try
         {
             results = await write(batch.Select(b => b.Input).ToList(), CancellationToken.None);
+        }
+        catch (CommitOutcomeUnknownException unknown)
+        {
+            // The group may have committed: written again, each operation could land twice.
+            groupFailed(unknown, batch.Count);
+            foreach (var op in batch)
+            {
+                op.Result.TrySetException(unknown);
+            }
+            return;
         }
 #pragma warning disable CA1031 // not swallowed: every operation of the group is written again on its own and gets its own outcome
         catch (Exception ex)

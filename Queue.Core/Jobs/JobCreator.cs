@@ -78,6 +78,7 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
             var now = clock.GetUtcNow().UtcDateTime;
             now = now.AddTicks(-(now.Ticks % 10));
             await using var conn = await db.OpenConnectionAsync(c);
+            var session = conn.ServerThread;
             await using var tx = await conn.BeginReadCommittedAsync(c);
             var ids = await InsertJobsAsync(conn, tx, jobs, now, c);
             var (facts, created) = await FillJobsAsync(conn, tx, jobs, ids, now, c);
@@ -102,7 +103,8 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
                     await placement.ExecuteNonQueryAsync(c);
                 }
             }
-            await tx.CommitAsync(c);
+            // A COMMIT without an answer is checked, not redone: the group's jobs would exist twice.
+            await CommitCheck.CommitAsync(tx, db, session, JobSql.JobLanded, new { Id = ids[0] });
             return results;
         }, ct);
     }

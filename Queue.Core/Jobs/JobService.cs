@@ -20,13 +20,24 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, TenantCac
         var tasks = job.Tasks ?? (await tenants.GetAsync(tenantId, ct))?.DefaultTaskList
             ?? throw new InvalidOperationException($"tenant {tenantId} does not exist");
         var pending = new PendingJob(tenantId, job.Name, tasks, job.Open, job.Documents);
-        var result = await submissions.CreateAsync(pending, ct);
+        CreatedJob result;
+        try
+        {
+            result = await submissions.CreateAsync(pending, ct);
+        }
+        catch (WriteStillRunningException running)
+        {
+            // The answer to come needs the job as it was asked for, as the answer now would have.
+            throw new WriteStillRunningException(running.Message, LandedAsync(pending, running.LandingOf<CreatedJob>()));
+        }
         if (job.Documents.Count > 0)
         {
             work.Notify(); // wake this process's long-polling workers at once (docs/DESIGN.md "Claims", long-poll)
         }
         return (pending, result);
     }
+
+    private static async Task<(PendingJob Job, CreatedJob Created)> LandedAsync(PendingJob pending, Task<CreatedJob> landing) => (pending, await landing);
 
     /// <summary>
     /// Adds streamed documents to an open job. Every document, its bytes and its items are written in one transaction,

@@ -73,6 +73,26 @@ public sealed class JobStatusService(MySqlDataSource db, TimeProvider clock, Ord
         return await BuildAsync(conn, job, 0, lane, clock.GetUtcNow().UtcDateTime, ct);
     }
 
+    /// <summary>
+    /// The first status of a job just created, read from nothing at all: what its transaction wrote, with the position
+    /// and ETA unknown (null, as the contract has unknown fields). It is the answer an Idempotency-Key keeps when the
+    /// job committed but the full status could not be read, so that a retry still gets a job status.
+    /// </summary>
+    public JobStatus OfNewJobUnread(PendingJob pending, CreatedJob created)
+    {
+        var items = (long)pending.ItemCount;
+        var mode = calendar.At(clock.GetUtcNow().UtcDateTime).ModeName;
+        var ordering = new OrderingInfo(mode, null, false);
+        if (items > 0 && created.Value is { } value)
+        {
+            var isOverride = created.Mode == OrderingLanes.ModeOverride;
+            ordering = new OrderingInfo(isOverride ? mode : created.Mode ?? mode, OrderingBand.Shown(value), isOverride);
+        }
+        var state = pending.Open ? JobStates.Open : items == 0 ? JobStates.Done : JobStates.Closed;
+        return new JobStatus(created.JobId, pending.Name, JobStates.Name(state), created.CreatedAt, pending.Tasks, pending.Documents.Count,
+            new ItemCounts(items, items, 0, 0, 0, 0), null, true, ordering, null);
+    }
+
     /// <param name="conn">Where the position is read; unused (and may be null) when <paramref name="known"/> is given.</param>
     private async Task<JobStatus> BuildAsync(MySqlConnection? conn, JobRow job, long liveLeases, LaneRow lane, DateTime now, CancellationToken ct,
         AheadFacts? known = null)

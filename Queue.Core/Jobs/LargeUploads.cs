@@ -77,6 +77,7 @@ public sealed class LargeUploads(MySqlDataSource db, TimeProvider clock, Orderin
     {
         var tasksJson = JobValidation.TasksJson(upload.Tasks);
         await using var conn = await db.OpenConnectionAsync(ct);
+        var session = conn.ServerThread;
         await using var tx = await conn.BeginReadCommittedAsync(ct);
         var now = clock.GetUtcNow().UtcDateTime;
         var created = new List<CreatedDocument>();
@@ -99,8 +100,9 @@ public sealed class LargeUploads(MySqlDataSource db, TimeProvider clock, Orderin
             return (Outcome.Conflict, null);
         }
         await lanes.PlaceAsync(conn, tx, upload.JobId, upload.Tasks, ct);
-        // Every byte is in: a client leaving now must not make the commit's outcome unknowable to its Idempotency-Key.
-        await tx.CommitAsync(CancellationToken.None);
+        // Every byte is in: a client leaving now must not make the commit's outcome unknowable to its Idempotency-Key,
+        // and a COMMIT that gets no answer is checked (CommitCheck) rather than reported as not done.
+        await CommitCheck.CommitAsync(tx, db, session, JobSql.DocumentLanded, new { created[0].Id });
         work.Notify(); // wake this process's long-polling workers at once (docs/DESIGN.md "Claims", long-poll)
         return (Outcome.Ok, new UploadResult(created, items));
     }

@@ -51,6 +51,7 @@ public sealed partial class UploadBatcher
             now = now.AddTicks(-(now.Ticks % 10)); // DATETIME(6)
             var results = new (Outcome, UploadResult?)[uploads.Count];
             await using var conn = await db.OpenConnectionAsync(c);
+            var session = conn.ServerThread;
             await using var tx = await conn.BeginReadCommittedAsync(c);
             var (open, placed) = await LockOpenJobsAsync(conn, tx, uploads, now, c);
             var accepted = new List<int>();
@@ -76,7 +77,13 @@ public sealed partial class UploadBatcher
                     await placement.ExecuteNonQueryAsync(c);
                 }
             }
-            await tx.CommitAsync(c);
+            if (accepted.Count == 0)
+            {
+                await tx.CommitAsync(c); // nothing written: a lost answer here changes nothing
+                return results;
+            }
+            // A COMMIT without an answer is checked, not redone: the group's documents would exist twice.
+            await CommitCheck.CommitAsync(tx, db, session, JobSql.DocumentLanded, new { Id = results[accepted[0]].Item2!.Documents[0].Id });
             return results;
         }, ct);
 

@@ -253,10 +253,11 @@ public static class ClaimSql
 
     /// <summary>
     /// Completes a grouped completion's items in one statement (PRIMARY), whatever their number: eight one-item jobs
-    /// sent eight statements here.
+    /// sent eight statements here. A done item keeps the token that completed it, so that the same complete sent again
+    /// (its 204 lost, or its commit's outcome unknown) is recognised and answered 204 without a second completion.
     /// </summary>
     public static string CompleteItems(int count) => $"""
-        UPDATE items SET {AttemptOfHandout}, state = 2, lease_token = NULL, lease_expires_at = NULL, due_at = @Now, updated_at = @Now
+        UPDATE items SET {AttemptOfHandout}, state = 2, lease_expires_at = NULL, due_at = @Now, updated_at = @Now
         WHERE id IN ({SqlRows.Join("@i#", count, ", ")})
         """;
 

@@ -3,6 +3,15 @@ namespace Queue.Core.Sql;
 /// <summary>Jobs, documents and items as customers create and read them. See docs/DESIGN.md "Submission" and "Counters".</summary>
 public static class JobSql
 {
+    /// <summary>
+    /// Whether a group of new jobs committed, asked after its COMMIT got no answer (CommitCheck): its first job's row,
+    /// read with a lock so that a transaction still committing or rolling back is waited for. Ids are never reused.
+    /// </summary>
+    public const string JobLanded = "SELECT id FROM jobs WHERE id = @Id LOCK IN SHARE MODE";
+
+    /// <summary>The same for a group of uploads: its first document's row.</summary>
+    public const string DocumentLanded = "SELECT id FROM documents WHERE id = @Id LOCK IN SHARE MODE";
+
     public const string InsertJob = """
         INSERT INTO jobs (tenant_id, name, state, tasks, created_at, updated_at)
         VALUES (@TenantId, @Name, 0, @Tasks, @Now, @Now);

@@ -7,5 +7,8 @@ public static class OpsSql
 
     public const string Ping = "SELECT 1";
 
+    /// <summary>Ends a session whose COMMIT got no answer, so that it cannot commit after its outcome was read (CommitCheck).</summary>
+    public const string KillSession = "KILL CONNECTION @Thread";
+
     public const string CountRewrites = "SELECT COUNT(*) FROM rewrite_log";
 }

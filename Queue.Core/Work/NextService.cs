@@ -9,12 +9,18 @@ namespace Queue.Core.Work;
 /// the long-poll until work is signalled or the wait runs out; what was handed out goes to the fairness monitor. It
 /// sits above Claims and Fairness (the tenant-fair policy is a lane selector of Claims), so neither depends on the other.
 /// </summary>
-public sealed class NextService(ClaimDispatcher claims, WorkSignal signal, WorkStats stats, FairnessMonitor fairness)
+public sealed class NextService(ClaimDispatcher claims, WorkSignal signal, WorkStats stats, FairnessMonitor fairness, NextReplays replays)
 {
     /// <summary>
     /// Items for <paramref name="request"/>, waiting up to <paramref name="wait"/> for some; empty when none came.
     /// Throws <see cref="Data.ServiceBusyException"/> when the database is too busy to answer in time.
     /// </summary>
+    /// <param name="requestId">The caller's id for this call, scoped by its key: a retry with it gets the same answer (<see cref="NextReplays"/>).</param>
+    public Task<IReadOnlyList<TakenItem>> NextAsync(ClaimRequest request, TimeSpan wait, string? requestId, CancellationToken ct) =>
+        requestId is null
+            ? NextAsync(request, wait, ct)
+            : replays.RunAsync(requestId, TimeSpan.FromSeconds(request.LeaseSeconds), () => NextAsync(request, wait, ct));
+
     public async Task<IReadOnlyList<TakenItem>> NextAsync(ClaimRequest request, TimeSpan wait, CancellationToken ct)
     {
         stats.Seen(request.Worker);

@@ -10,6 +10,7 @@ public static class WorkServices
     public static IServiceCollection AddWork(this IServiceCollection services)
     {
         services.AddClaims();
+        services.TryAddSingleton<NextReplays>();
         services.TryAddSingleton<NextService>();
         return services;
     }

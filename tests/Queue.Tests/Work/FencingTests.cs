@@ -34,8 +34,8 @@ public sealed class FencingTests(DirectClaimFixture fx) : IClassFixture<DirectCl
         Assert.Equal(2, item.Attempts);
 
         Assert.Equal(HttpStatusCode.NoContent, (await WorkFixture.FinishAsync(http, second, "complete")).StatusCode);
-        // Completing again, with either token, changes nothing.
-        await AssertConflictAsync(await WorkFixture.FinishAsync(http, second, "complete"));
+        // Completing again changes nothing: the token that completed it is confirmed (its 204 may have been lost), the stale one refused.
+        Assert.Equal(HttpStatusCode.NoContent, (await WorkFixture.FinishAsync(http, second, "complete")).StatusCode);
         await AssertConflictAsync(await WorkFixture.FinishAsync(http, first, "complete"));
         Assert.Equal(1L, await fx.ScalarAsync<long>("SELECT items_done FROM jobs WHERE id = @Id", new { Id = job }));
         Assert.Equal(2, (await fx.ItemAsync(first.GetProperty("id").GetInt64())).State);
@@ -49,8 +49,8 @@ public sealed class FencingTests(DirectClaimFixture fx) : IClassFixture<DirectCl
         using var http = fx.Worker();
         var item = await WorkFixture.ClaimOneAsync(http, new { tasks = new[] { "fence-twice" } });
         var answers = await Task.WhenAll(Enumerable.Range(0, 8).Select(_ => WorkFixture.FinishAsync(http, item, "complete")));
-        Assert.Single(answers, a => a.StatusCode == HttpStatusCode.NoContent);
-        Assert.All(answers.Where(a => a.StatusCode != HttpStatusCode.NoContent), a => Assert.Equal(HttpStatusCode.Conflict, a.StatusCode));
+        // The same lease completed again is confirmed (RepeatedCompletionTests); what matters here is one completion.
+        Assert.All(answers, a => Assert.Equal(HttpStatusCode.NoContent, a.StatusCode));
         Assert.Equal(1L, await fx.ScalarAsync<long>("SELECT items_done FROM jobs WHERE id = @Id", new { Id = job }));
         Assert.Equal(2L, await fx.ScalarAsync<long>("SELECT state FROM jobs WHERE id = @Id", new { Id = job }));
     }
