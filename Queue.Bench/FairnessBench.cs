@@ -165,6 +165,14 @@ public static class FairnessBench
         Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
             $"  Jain per 1 s window (handouts while both had unclaimed items, x = handouts / weight, windows of >= 10): min {jainMin:F2}, p50 {FairnessFigures.Percentile(windows.Select(w => w.Jain), 50):F2} over {windows.Count} windows"));
 
+        foreach (var w in windows.Where(w => w.Jain < 0.9).OrderBy(w => w.Jain).Take(3))
+        {
+            // Two tenants: J = n^2 / (2 (x_a^2 + x_b^2)) gives the split of the window's n handouts.
+            var minority = (w.Claims - Math.Sqrt((w.Claims * w.Claims / w.Jain) - (w.Claims * w.Claims))) / 2;
+            Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+                $"  window at {w.Start:F0} s: Jain {w.Jain:F2}, {w.Claims} handouts while both waited, {minority:F0} to one tenant"));
+        }
+
         var (drain, items, seconds) = FairnessFigures.Drain(a, flood.Jobs, flood.Claims, flood.Completions);
         var ratio = drain / reference;
         Console.WriteLine(string.Create(CultureInfo.InvariantCulture,

@@ -266,6 +266,8 @@ public sealed partial class ClaimDispatcher
                 ahead.Stale.Clear();
                 var left = new List<Waiter>();
                 var want = 0;
+                // The buffer holds items but the next one by turn is in the database: a tenant waits there.
+                var diverted = false;
                 foreach (var w in byKey)
                 {
                     want += w.Request.Max;
@@ -279,6 +281,7 @@ public sealed partial class ClaimDispatcher
                     }
                     else
                     {
+                        diverted |= trusted && ahead.Count > 0;
                         left.Add(w);
                     }
                 }
@@ -289,7 +292,11 @@ public sealed partial class ClaimDispatcher
                 ahead.LastDemand = demand;
                 ahead.HandedOut = 0;
                 ahead.LastFlush = at;
-                var surplus = Math.Max(0, target - ahead.Count);
+                // New work signalled, or a tenant waiting in the database: claim ahead a whole target even if the buffer
+                // is full of others' items, so the claim's round of quotas reserves the waiting tenant's share too and
+                // its items are handed out from memory by turn, not one transaction at a time (within twice the cap).
+                var surplus = !trusted || diverted ? Math.Min(target, Math.Max(0, (2 * o.Prefetch) - ahead.Count))
+                    : Math.Max(0, target - ahead.Count);
                 if (left.Count > 0 || surplus > 0)
                 {
                     ahead.InFlight++;

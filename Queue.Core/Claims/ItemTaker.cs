@@ -62,7 +62,7 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
     private async Task<bool> RoundAsync(ClaimTransaction tx, IReadOnlyList<string> tasks, Walk walk, DateTime now, CancellationToken ct)
     {
         var limit = walk.Visited.Count + Math.Max(LanesPerRound, walk.Wanted);
-        var lanes = await selector.SelectAsync(tx.Connection, new LaneQuery(tasks, now, limit, walk.Wanted), ct);
+        var lanes = await selector.SelectAsync(tx.Connection, new LaneQuery(tasks, now, limit, walk.QuotaWanted), ct);
         var fresh = lanes.Where(l => !walk.Visited.Contains((l.JobId, l.Task))).ToList();
         if (walk.Rounds++ == 0)
         {
@@ -343,6 +343,15 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
         public int Rounds { get; set; }
 
         public int Wanted => slots.Count - Taken.Count;
+
+        /// <summary>
+        /// What a fair selector shares out in the next round: one turn each while workers' leases are still to fill,
+        /// so the callers of one transaction alternate between tenants as single claims would; then everything the
+        /// claim-ahead reservations still want, in one round (the buffer hands those out by turn anyway).
+        /// </summary>
+        public int QuotaWanted => Taken.Count < leaseSlots ? 1 : Wanted;
+
+        private readonly int leaseSlots = slots.Count(s => !s.Reservation);
 
         public bool Full => Taken.Count >= slots.Count;
 

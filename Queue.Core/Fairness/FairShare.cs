@@ -37,6 +37,20 @@ public sealed class FairShare
         }
     }
 
+    /// <summary>
+    /// A tenant's own pass, not lifted to the virtual time: its turn for items the claim-ahead buffer holds for it.
+    /// The selector sees only the database, so while a tenant's work waits in memory it looks idle there and the
+    /// virtual time moves on to the others' passes; lifted, the tenant would lose its place to them at each refill.
+    /// It was lifted when its work showed up (<see cref="Backlogged"/>), so it banks nothing from before.
+    /// </summary>
+    public double OwnPassOf(long tenant)
+    {
+        lock (gate)
+        {
+            return pass.GetValueOrDefault(tenant);
+        }
+    }
+
     /// <summary>Orders tenants by their turn (lowest pass first, ties to the lower id), without changing anything.</summary>
     public List<long> Rank(IEnumerable<long> tenants)
     {

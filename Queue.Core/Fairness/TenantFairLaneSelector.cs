@@ -74,11 +74,12 @@ public sealed class TenantFairLaneSelector(FairShare fair, TimeProvider clock) :
         }
         var backlogged = ranked.Where(heads.ContainsKey).ToList();
         fair.Backlogged(backlogged);
-        // One round of weighted round robin over what the claim still wants (at least one turn each): each tenant's
-        // quota is its weight's share of it. A round of one turn each made a claim that also fills the claim-ahead
-        // buffer walk a round (five round trips) per item while two tenants had work, about 100 round trips in one
-        // transaction that every waiting caller waited for; shared out at once, a tenant with fewer items than its
-        // quota leaves its lanes drained and the next round offers the others what is left.
+        // One round of weighted round robin over what the claim asks to share (LaneQuery.Wanted, at least one turn
+        // each): each tenant's quota is its weight's share of it. The engine asks for one turn each while workers'
+        // leases are to fill, then for all the claim-ahead reservations at once: a round of one turn each per
+        // reservation walked a round (five round trips) per item while two tenants had work, about 100 round trips in
+        // one transaction that every waiting caller waited for. A tenant with fewer items than its quota leaves its
+        // lanes drained, and the next round offers the others what is left.
         var picks = Math.Max(backlogged.Sum(Weight), query.Wanted);
         foreach (var (tenant, count) in fair.Plan(backlogged, Weight, picks))
         {
@@ -89,7 +90,7 @@ public sealed class TenantFairLaneSelector(FairShare fair, TimeProvider clock) :
 
     public void Claimed(long tenantId, int count) => fair.Charge(tenantId, count, Weight(tenantId));
 
-    public double? TurnOf(long tenantId) => fair.PassOf(tenantId);
+    public double? TurnOf(long tenantId) => fair.OwnPassOf(tenantId);
 
     public int Weight(long tenantId)
     {
