@@ -35,6 +35,9 @@ internal sealed class FairTrace
 
     public double Now => Stopwatch.GetElapsedTime(origin).TotalSeconds;
 
+    /// <summary>From the workers' start to the last completion (or the cap): the phase's rate without its queueing.</summary>
+    public double DrainSeconds { get; set; }
+
     public long SubmittedItems => Interlocked.Read(ref submittedItems);
 
     public long CompletedItems => Interlocked.Read(ref completedItems);
