@@ -6,13 +6,17 @@ namespace Queue.Core.Sql;
 /// </summary>
 public static class FairnessSql
 {
-    /// <summary>Tenants that have unblocked lanes: one index dive per tenant (loose index scan on ix_ordering_tenant).</summary>
+    /// <summary>
+    /// Tenants that have unblocked lanes: one index dive per tenant (loose index scan on ix_ordering_tenant, "Using index
+    /// for group-by"). The GROUP BY names the equality column too: grouped by tenant_id alone, MariaDB 10.11 read every
+    /// lane's index entry instead (100k lanes of one tenant: 53 ms against 0.18 ms, and 38 items/s in a 1-worker drain).
+    /// </summary>
     public const string TenantsWithLanes = """
-        SELECT tenant_id FROM ordering FORCE INDEX (ix_ordering_tenant) WHERE blocked = 0 GROUP BY tenant_id
+        SELECT tenant_id FROM ordering FORCE INDEX (ix_ordering_tenant) WHERE blocked = 0 GROUP BY blocked, tenant_id
         """;
 
     public const string TenantsWithLanesForTask = """
-        SELECT tenant_id FROM ordering FORCE INDEX (ix_ordering_task_tenant) WHERE blocked = 0 AND task = @Task GROUP BY tenant_id
+        SELECT tenant_id FROM ordering FORCE INDEX (ix_ordering_task_tenant) WHERE blocked = 0 AND task = @Task GROUP BY blocked, task, tenant_id
         """;
 
     /// <summary>Override lanes that are claimable, in override order: served before any tenant choice.</summary>
