@@ -38,6 +38,9 @@ internal sealed class ItemProcess(string command, IReadOnlyList<string> args, Te
             {
                 start.ArgumentList.Add(a);
             }
+            // The command processes untrusted documents: it gets no worker key, which claims every tenant's items.
+            start.Environment.Remove("QUEUE_KEY");
+            start.Environment.Remove("QUEUE_KEY_FILE");
             foreach (var (k, v) in Variables(item, document))
             {
                 start.Environment[k] = v;

@@ -11,13 +11,20 @@ public static class QueueCli
 {
     internal static readonly Option<string?> Url = new("--url") { Description = "Queue's base URL (default: $QUEUE_URL)", Recursive = true };
 
-    internal static readonly Option<string?> Key = new("--key") { Description = "API key (default: $QUEUE_KEY)", Recursive = true };
+    internal static readonly Option<string?> Key = new("--key") { Description = "API key (default: $QUEUE_KEY); shows in ps, prefer --key-file", Recursive = true };
+
+    internal static readonly Option<string?> KeyFile = new("--key-file")
+    {
+        Description = "a file holding the API key (default: $QUEUE_KEY_FILE)",
+        Recursive = true,
+    };
 
     public static RootCommand Build()
     {
         var root = new RootCommand("queue: submit a folder, run a worker, watch a job (Queue's HTTP contract, docs/CONTRACT.md)");
         root.Options.Add(Url);
         root.Options.Add(Key);
+        root.Options.Add(KeyFile);
         root.Subcommands.Add(SubmitCommand.Build());
         root.Subcommands.Add(StatusCommand.Build());
         root.Subcommands.Add(JobsCommand.Build());
@@ -36,7 +43,8 @@ public static class QueueCli
     internal static QueueClient? Client(ParseResult parse)
     {
         var url = parse.GetValue(Url) ?? Environment.GetEnvironmentVariable("QUEUE_URL");
-        var key = parse.GetValue(Key) ?? Environment.GetEnvironmentVariable("QUEUE_KEY");
+        var key = parse.GetValue(Key) ?? FromFile(parse.GetValue(KeyFile)) ?? Environment.GetEnvironmentVariable("QUEUE_KEY")
+            ?? FromFile(Environment.GetEnvironmentVariable("QUEUE_KEY_FILE"));
         if (string.IsNullOrWhiteSpace(url) || string.IsNullOrWhiteSpace(key) || !Uri.TryCreate(url, UriKind.Absolute, out var uri))
         {
             parse.InvocationConfiguration.Error.WriteLine("queue: set QUEUE_URL and QUEUE_KEY (or pass --url and --key)");
@@ -50,6 +58,10 @@ public static class QueueCli
             OnRetry = r => error.WriteLine($"queue: {r.Method} {r.Path}: {(r.Status is { } s ? s.ToString(System.Globalization.CultureInfo.InvariantCulture) : r.Error?.Message)}; retry {r.Attempt} in {r.Delay.TotalSeconds:F1} s"),
         });
     }
+
+    /// <summary>The key in <paramref name="path"/>, trimmed; null when no path is given or the file is missing.</summary>
+    private static string? FromFile(string? path) =>
+        string.IsNullOrWhiteSpace(path) || !File.Exists(path) ? null : File.ReadAllText(path).Trim();
 
     /// <summary>Runs a command's body with its client, turning Queue's errors into one line and exit code 1.</summary>
     internal static async Task<int> WithClientAsync(ParseResult parse, Func<QueueClient, TextWriter, Task<int>> body)
