@@ -94,3 +94,22 @@ public sealed class UploadTests(ApiFixture fx) : IClassFixture<ApiFixture>
         Assert.Equal(1, await fx.CountAsync("SELECT COUNT(*) FROM documents WHERE job_id IN (@closed, @cancelled)", new { closed, cancelled }));
     }
 }
+
+public sealed class UploadPartsCapTests(ApiFixture fx) : IClassFixture<ApiFixture>
+{
+    [Fact]
+    public async Task A_multipart_upload_of_more_than_10000_parts_gets_400_naming_parts_and_stores_nothing()
+    {
+        var (_, key) = await fx.NewCustomerAsync();
+        var http = fx.Api.ClientWithKey(key);
+        var job = await http.OpenJobAsync();
+        using var form = new MultipartFormDataContent();
+        for (var i = 0; i <= 10_000; i++)
+        {
+            form.Add(new ByteArrayContent([]), "file", $"empty-{i}.bin");
+        }
+
+        await JobsTestKit.AssertProblemAsync(await http.PostAsync(JobsTestKit.U($"/jobs/{job}/documents"), form), System.Net.HttpStatusCode.BadRequest, "parts");
+        Assert.Equal(0, await fx.CountAsync("SELECT COUNT(*) FROM documents WHERE job_id = @job", new { job }));
+    }
+}
