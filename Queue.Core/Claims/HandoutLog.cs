@@ -16,10 +16,14 @@ namespace Queue.Core.Claims;
 /// (<see cref="ClaimOptions.ReservationSeconds"/>), so the item is handed out again after seconds rather than after the
 /// worker's lease, as at-least-once delivery allows. docs/DESIGN.md "Handouts from memory".
 /// </remarks>
-public sealed class HandoutLog(MySqlDataSource db, TimeProvider clock, IOptions<ClaimOptions> options)
+public sealed class HandoutLog(MySqlDataSource db, TimeProvider clock, IOptions<ClaimOptions> options) : IDisposable
 {
     private readonly Lock gate = new();
     private readonly Dictionary<long, Entry> pending = [];
+    private readonly SemaphoreSlim writing = new(1, 1);
+
+    /// <summary>The earliest reservation lapse among the handouts being written now; MaxValue when none is.</summary>
+    private DateTime writingFirstLapse = DateTime.MaxValue;
 
     /// <param name="reservedUntil">The reservation's expiry in the row: past it, another claim may take the row.</param>
     public void Add(TakenItem item, string? worker, DateTime reservedUntil)
@@ -70,7 +74,9 @@ public sealed class HandoutLog(MySqlDataSource db, TimeProvider clock, IOptions<
     {
         lock (gate)
         {
-            if (pending.Count == 0 || !pending.Values.Any(e => e.ReservedUntil <= until))
+            // A write already under way (the timer's) may hold such a handout: wait for it too, or this claim could
+            // take the row before that write lands.
+            if (writingFirstLapse > until && (pending.Count == 0 || !pending.Values.Any(e => e.ReservedUntil <= until)))
             {
                 return Task.CompletedTask;
             }
@@ -78,7 +84,25 @@ public sealed class HandoutLog(MySqlDataSource db, TimeProvider clock, IOptions<
         return FlushWhereAsync(e => e.ReservedUntil <= until, ct);
     }
 
+    /// <summary>One write at a time, so a claim's <see cref="FlushExpiringAsync"/> also waits for the timer's write.</summary>
     private async Task FlushWhereAsync(Func<Entry, bool> due, CancellationToken ct)
+    {
+        await writing.WaitAsync(ct);
+        try
+        {
+            await WriteWhereAsync(due, ct);
+        }
+        finally
+        {
+            lock (gate)
+            {
+                writingFirstLapse = DateTime.MaxValue;
+            }
+            writing.Release();
+        }
+    }
+
+    private async Task WriteWhereAsync(Func<Entry, bool> due, CancellationToken ct)
     {
         var o = options.Value;
         List<Entry> batch;
@@ -88,6 +112,10 @@ public sealed class HandoutLog(MySqlDataSource db, TimeProvider clock, IOptions<
             foreach (var e in batch)
             {
                 pending.Remove(e.Id);
+            }
+            if (batch.Count > 0)
+            {
+                writingFirstLapse = batch.Min(e => e.ReservedUntil);
             }
         }
         if (batch.Count == 0)
@@ -123,6 +151,8 @@ public sealed class HandoutLog(MySqlDataSource db, TimeProvider clock, IOptions<
             throw;
         }
     }
+
+    public void Dispose() => writing.Dispose();
 
     private sealed record Entry(long Id, byte[] Token, DateTime Until, string? Worker, DateTimeOffset At, DateTime ReservedUntil);
 }
