@@ -107,17 +107,7 @@ internal sealed class ClaimAheadBuffer(IReadOnlyList<string> tasks)
         {
             return;
         }
-        var keep = new List<Held>();
-        foreach (var queue in byTenant.Values.Append(overrides))
-        {
-            while (queue.TryDequeue(out var held, out _))
-            {
-                keep.Add(held);
-            }
-        }
-        byTenant.Clear();
-        Count = 0;
-        firstStale = DateTime.MaxValue;
+        var keep = TakeAllHeld();
         foreach (var held in keep)
         {
             if (held.FreshUntil <= now)
@@ -132,18 +122,23 @@ internal sealed class ClaimAheadBuffer(IReadOnlyList<string> tasks)
     }
 
     /// <summary>Moves everything held to <see cref="Stale"/>: a newer epoch, or a shutdown.</summary>
-    public void DropAll()
+    public void DropAll() => Stale.AddRange(TakeAllHeld().Select(h => h.Item));
+
+    /// <summary>Empties every sub-buffer and returns what they held.</summary>
+    private List<Held> TakeAllHeld()
     {
+        var all = new List<Held>(Count);
         foreach (var queue in byTenant.Values.Append(overrides))
         {
             while (queue.TryDequeue(out var held, out _))
             {
-                Stale.Add(held.Item);
+                all.Add(held);
             }
         }
         byTenant.Clear();
         Count = 0;
         firstStale = DateTime.MaxValue;
+        return all;
     }
 
     private void Put(Held held)
