@@ -76,7 +76,7 @@ public static class FairnessBench
         await using var env = await BenchEnvironment.StartAsync("1G");
         await using var db = SubmitBenchKit.DataSource(env);
         var keys = new Dictionary<string, string>(StringComparer.Ordinal);
-        foreach (var tenant in scenarios.SelectMany(s => (string[])["a-" + s.Short, "b-" + s.Short]).Prepend("warm"))
+        foreach (var tenant in scenarios.SelectMany(s => (string[])["a-" + s.Short, "b-" + s.Short]).Prepend("warm-small").Prepend("warm"))
         {
             keys[tenant] = (await SubmitBenchKit.CustomerAsync(db, tenant, [WorkTask])).Key;
         }
@@ -97,10 +97,12 @@ public static class FairnessBench
             return (trace, rss.Peak);
         }
 
-        // Warm-up: JIT, pools, connections, buffer pool pages, both the big-job and the small-job paths, and /next
-        // busy enough for the Api to claim ahead.
+        // Warm-up: JIT, pools, connections, buffer pool pages, both the big-job and the small-job paths, /next busy
+        // enough for the Api to claim ahead, and two tenants backlogged at once: warmed with one tenant, the first
+        // claim that shared turns between two paid for its JIT, and the first scenario's first small job waited 60 ms
+        // longer for its first item.
         await Phase(t => load.SubmitAsync(t, "warm", keys["warm"], "warm-big", 1000),
-            t => Task.WhenAll(Enumerable.Range(0, 4).Select(p => Sequential(Enumerable.Range(0, 10).Select(j => (Func<Task>)(() => load.SubmitAsync(t, "warm", keys["warm"], $"warm-{p}-{j}", SmallItems)))))));
+            t => Task.WhenAll(Enumerable.Range(0, 4).Select(p => Sequential(Enumerable.Range(0, 10).Select(j => (Func<Task>)(() => load.SubmitAsync(t, "warm-small", keys["warm-small"], $"warm-{p}-{j}", SmallItems)))))));
         Console.WriteLine($"Queue.Api {api.Url}, warmed up; idle RSS {api.RssBytes() / 1048576.0:F0} MB");
 
         var report = new Report();
@@ -115,6 +117,7 @@ public static class FairnessBench
             Console.WriteLine($"{name}: a queues {FloodItems:N0} items as {jobs} job{(jobs == 1 ? "" : "s")}, then b submits a {SmallItems}-item job every {everyMs} ms " +
                 $"while a drains ({minJobs}-{maxJobs} jobs); seed mode now {mode.ToString().ToLowerInvariant()} (default calendar)");
             Report.Row($"{name}: solo b, turnaround per job", soloTurn.Count / solo.DrainSeconds, Histogram(soloTurn), soloRss, "jobs/s");
+            Console.WriteLine("  solo b turnaround parts, p50/p95 ms: " + Parts(FairnessFigures.TurnaroundParts(b, solo.Jobs, solo.Claims, solo.Completions), solo.Started));
             var (flood, floodRss) = await Phase(
                 t => Task.WhenAll(Enumerable.Range(0, Math.Min(4, jobs)).Select(p => Sequential(Enumerable.Range(0, jobs).Where(j => j % 4 == p)
                     .Select(j => (Func<Task>)(() => load.SubmitAsync(t, a, keys[a], $"{a}-{j}", FloodItems / jobs)))))),
@@ -155,6 +158,8 @@ public static class FairnessBench
         Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
             $"  b turnaround (sent -> last item completed): p50 {p50:F0} ms, p95 {p95:F0} ms over {turn.Count} jobs; solo p50 {soloP50:F0} ms, p95 {soloP95:F0} ms over {soloTurn.Count}; stretch p95/solo p95 {stretch:F2}"));
 
+        Console.WriteLine("  b turnaround parts, p50/p95 ms: " + Parts(FairnessFigures.TurnaroundParts(b, flood.Jobs, flood.Claims, flood.Completions), flood.Started));
+
         var (share, floodClaims, allClaims) = FairnessFigures.ShareWhileWaiting(a, b, flood.Jobs, flood.Claims);
         Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
             $"  a's share of handouts while b had an unclaimed item: {share:F2} ({floodClaims:N0} of {allClaims:N0})"));
@@ -187,6 +192,18 @@ public static class FairnessBench
             : string.Create(CultureInfo.InvariantCulture, $"{drain:F0} items/s, no reference"), ">= 0.9x today's", reference > 0 && ratio >= 0.9);
     }
 
+    /// <summary>The parts' p50/p95, and the slowest three jobs: when they were sent (seconds into the phase) and where their time went.</summary>
+    private static string Parts(List<(double SentAt, double Submit, double FirstHandout, double Handouts, double Completion)> parts, double origin)
+    {
+        string Of(Func<(double SentAt, double Submit, double FirstHandout, double Handouts, double Completion), double> part) => string.Create(CultureInfo.InvariantCulture,
+            $"{FairnessFigures.Percentile(parts.Select(part), 50) * 1000:F0}/{FairnessFigures.Percentile(parts.Select(part), 95) * 1000:F0}");
+        var slowest = parts.OrderByDescending(p => p.FirstHandout + p.Handouts + p.Completion).Take(3)
+            .Select(p => string.Create(CultureInfo.InvariantCulture,
+                $"at {p.SentAt - origin:F1} s {(p.FirstHandout + p.Handouts + p.Completion) * 1000:F0} ms = {p.FirstHandout * 1000:F0}+{p.Handouts * 1000:F0}+{p.Completion * 1000:F0}"));
+        return $"submit {Of(p => p.Submit)}, to first handout {Of(p => p.FirstHandout)}, first to last handout {Of(p => p.Handouts)}, " +
+            $"last handout to last 204 {Of(p => p.Completion)} ({parts.Count} jobs); slowest {string.Join(", ", slowest)}";
+    }
+
     /// <summary>
     /// Runs <paramref name="queued"/> to the end before the workers start (the flood is in the queue), then the workers
     /// beside <paramref name="meanwhile"/>, until every submitted item is completed or <paramref name="cap"/> passed
@@ -198,6 +215,7 @@ public static class FairnessBench
         await queued(trace);
         using var stop = new CancellationTokenSource();
         var started = trace.Now;
+        trace.Started = started;
         var work = load.WorkAsync(trace, workers, stop.Token);
         await meanwhile(trace);
         var deadline = trace.Now + cap.TotalSeconds;

@@ -163,6 +163,21 @@ public static class FairnessFigures
             .ToList();
     }
 
+    /// <summary>
+    /// Where each completed job of <paramref name="tenant"/> spent its turnaround, seconds: sent to 201, sent to its
+    /// first handout, first to last handout, last handout to last 204. Says whether a long turnaround waited for a
+    /// claim, for its share of the workers, or for its completions.
+    /// </summary>
+    public static List<(double SentAt, double Submit, double FirstHandout, double Handouts, double Completion)> TurnaroundParts(string tenant, IReadOnlyList<FairJob> jobs,
+        IReadOnlyList<FairClaim> claims, IReadOnlyList<FairCompletion> completions)
+    {
+        var handouts = FirstHandouts(claims).GroupBy(c => c.JobId).ToDictionary(g => g.Key, g => (First: g.Min(c => c.At), Last: g.Max(c => c.At), Count: g.Count()));
+        var done = completions.GroupBy(c => c.JobId).ToDictionary(g => g.Key, g => g.Max(c => c.At));
+        return jobs.Where(j => j.Tenant == tenant && handouts.TryGetValue(j.JobId, out var h) && h.Count >= j.Items && done.ContainsKey(j.JobId))
+            .Select(j => (j.SentAt, j.AnsweredAt - j.SentAt, handouts[j.JobId].First - j.SentAt, handouts[j.JobId].Last - handouts[j.JobId].First, done[j.JobId] - handouts[j.JobId].Last))
+            .ToList();
+    }
+
     /// <summary>Nearest-rank percentile; NaN for no values.</summary>
     public static double Percentile(IEnumerable<double> values, double p)
     {

@@ -35,6 +35,9 @@ internal sealed class FairTrace
 
     public double Now => Stopwatch.GetElapsedTime(origin).TotalSeconds;
 
+    /// <summary>When the workers started, on <see cref="Now"/>'s clock.</summary>
+    public double Started { get; set; }
+
     /// <summary>From the workers' start to the last completion (or the cap): the phase's rate without its queueing.</summary>
     public double DrainSeconds { get; set; }
 

@@ -28,8 +28,14 @@ public sealed class WorkSignal
     public void Notify()
     {
         Interlocked.Increment(ref generation);
-        Interlocked.Exchange(ref current, New()).TrySetResult();
+        Wake();
     }
+
+    /// <summary>
+    /// Wakes the long-polling workers without moving <see cref="Generation"/>: for work that a claim which started
+    /// after the last <see cref="Notify"/> may already have seen.
+    /// </summary>
+    public void Wake() => Interlocked.Exchange(ref current, New()).TrySetResult();
 
     /// <summary>Waits for <paramref name="observed"/> (a <see cref="Next"/> taken earlier) or the timeout; true when notified.</summary>
     public async Task<bool> WaitAsync(Task observed, TimeSpan timeout, CancellationToken ct)

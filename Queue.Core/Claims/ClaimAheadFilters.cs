@@ -58,10 +58,6 @@ internal sealed class ClaimAheadFilters
             {
                 stale.Add(ahead);
             }
-            if (ahead.Count == 0 && at - ahead.LastFlush >= hold)
-            {
-                ahead.LastDemand = 0;
-            }
             if (ahead.Idle && at - ahead.LastUsed >= TimeSpan.FromSeconds(IdleSeconds))
             {
                 (idle ??= []).Add(key);

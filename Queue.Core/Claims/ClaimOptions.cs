@@ -20,8 +20,9 @@ public sealed class ClaimOptions
     public int PrefetchHoldMilliseconds { get; set; } = 500;
 
     /// <summary>
-    /// Claim-ahead starts only for a task filter polled this often (calls per second, in this process); 0 claims ahead
-    /// for any filter. A worker now and then gets a transaction of its own and the order as it is at that moment.
+    /// Claim-ahead starts only for a task filter polled this often (calls per second in the last quarter second, in
+    /// this process), or with 4 callers waiting on one claim transaction; 0 claims ahead for any filter. A worker now
+    /// and then gets a transaction of its own and the order as it is at that moment.
     /// </summary>
     public int PrefetchAboveCallsPerSecond { get; set; } = 200;
 
