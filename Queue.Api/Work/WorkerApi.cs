@@ -4,6 +4,7 @@ using Microsoft.AspNetCore.Http.HttpResults;
 using Microsoft.AspNetCore.Mvc;
 using Queue.Api.Infrastructure;
 using Queue.Core.Claims;
+using Queue.Core.Cluster;
 using Queue.Core.Data;
 using Queue.Core.Work;
 
@@ -131,13 +132,15 @@ public static class WorkerApi
         return outcome == FinishOutcome.Done ? TypedResults.NoContent() : Refused(outcome);
     }
 
-    private static async Task<Results<Ok<ExtendResponse>, ValidationProblem, ProblemHttpResult>> ExtendAsync(long id, ExtendRequest? body, LeaseService leases, CancellationToken ct)
+    private static async Task<Results<Ok<ExtendResponse>, ValidationProblem, ProblemHttpResult>> ExtendAsync(long id, ExtendRequest? body, LeaseService leases,
+        DatabaseClock databaseClock, CancellationToken ct)
     {
         var errors = WorkValidation.Extend(body?.LeaseToken, body?.Lease);
         if (errors.Count > 0)
         {
             return Problems.Validation(errors);
         }
+        databaseClock.ThrowIfNotSynced();
         if (!TryToken(body!.LeaseToken, out var token))
         {
             return Problems.Conflict("the lease token is not a live lease on this item");

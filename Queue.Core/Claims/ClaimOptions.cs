@@ -24,7 +24,7 @@ public sealed class ClaimOptions
     /// this process), or with 4 callers waiting on one claim transaction; 0 claims ahead for any filter. A worker now
     /// and then gets a transaction of its own and the order as it is at that moment.
     /// </summary>
-    public int PrefetchAboveCallsPerSecond { get; set; } = 200;
+    public int PrefetchAboveCallsPerSecond { get; set; } = 100;
 
     /// <summary>
     /// How long a lease handed out from the claim-ahead buffer may stay unwritten (<see cref="HandoutLog"/>): one

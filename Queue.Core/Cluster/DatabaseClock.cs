@@ -13,9 +13,25 @@ namespace Queue.Core.Cluster;
 public sealed class DatabaseClock(TimeProvider host) : TimeProvider
 {
     private long offsetTicks;
+    private int synced;
 
     /// <summary>Database time minus host time, as last measured (zero until the first measurement).</summary>
     public TimeSpan Offset => TimeSpan.FromTicks(Interlocked.Read(ref offsetTicks));
+
+    /// <summary>Whether the offset was ever measured. Until then lease times would be the host's own.</summary>
+    public bool Synced => Volatile.Read(ref synced) == 1;
+
+    /// <summary>
+    /// Refuses to make lease times before the first measurement: a host whose clock is off by seconds would hand out
+    /// leases that other processes see expire early or late (docs/DESIGN.md "Scaling out"). The caller answers 503.
+    /// </summary>
+    public void ThrowIfNotSynced()
+    {
+        if (!Synced)
+        {
+            throw new Data.ServiceBusyException("this process has not read the database's clock yet");
+        }
+    }
 
     public override DateTimeOffset GetUtcNow() => host.GetUtcNow() + Offset;
 
@@ -49,5 +65,6 @@ public sealed class DatabaseClock(TimeProvider host) : TimeProvider
             }
         }
         Interlocked.Exchange(ref offsetTicks, best.Offset.Ticks);
+        Volatile.Write(ref synced, 1);
     }
 }

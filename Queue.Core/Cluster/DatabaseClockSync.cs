@@ -9,7 +9,8 @@ namespace Queue.Core.Cluster;
 
 /// <summary>
 /// Measures <see cref="DatabaseClock"/>'s offset as the host starts (before any request is served) and every
-/// <c>Cluster:ClockSyncSeconds</c> after. A failed measurement keeps the last offset.
+/// <c>Cluster:ClockSyncSeconds</c> after. A failed measurement keeps the last offset; while none has succeeded yet,
+/// it is tried again every second, and leases are refused (<see cref="DatabaseClock.ThrowIfNotSynced"/>).
 /// </summary>
 public sealed partial class DatabaseClockSync(IServiceProvider services, DatabaseClock clock, IOptions<ClusterOptions> options,
     ILogger<DatabaseClockSync> logger) : BackgroundService
@@ -28,9 +29,29 @@ public sealed partial class DatabaseClockSync(IServiceProvider services, Databas
         await base.StartAsync(cancellationToken);
     }
 
-    protected override Task ExecuteAsync(CancellationToken stoppingToken) =>
-        PeriodicLoop.RunAsync(TimeSpan.FromSeconds(options.Value.ClockSyncSeconds),
+    protected override async Task ExecuteAsync(CancellationToken stoppingToken)
+    {
+        // Until the first measurement succeeds, leases are refused (DatabaseClock.ThrowIfNotSynced): try every second.
+        while (!clock.Synced && !stoppingToken.IsCancellationRequested)
+        {
+            try
+            {
+                await Task.Delay(TimeSpan.FromSeconds(1), clock, stoppingToken);
+                await clock.SyncAsync(services.GetRequiredService<MySqlDataSource>(), stoppingToken);
+                LogOffset(logger, clock.Offset.TotalMilliseconds);
+            }
+            catch (MySqlException ex)
+            {
+                LogFailed(logger, ex);
+            }
+            catch (OperationCanceledException) when (stoppingToken.IsCancellationRequested)
+            {
+                return;
+            }
+        }
+        await PeriodicLoop.RunAsync(TimeSpan.FromSeconds(options.Value.ClockSyncSeconds),
             c => clock.SyncAsync(services.GetRequiredService<MySqlDataSource>(), c), ex => LogFailed(logger, ex), stoppingToken);
+    }
 
     [LoggerMessage(EventId = 9000, Level = LogLevel.Information, Message = "Database clock offset: {OffsetMs} ms (database minus host)")]
     private static partial void LogOffset(ILogger logger, double offsetMs);

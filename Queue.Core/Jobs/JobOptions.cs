@@ -40,6 +40,12 @@ public sealed class JobOptions
     /// </summary>
     public string SpoolDirectory { get; set; } = "";
 
+    /// <summary>
+    /// Bytes all uploads of this process may have spooled at once (<see cref="SpoolBudget"/>); an upload that would
+    /// pass it is answered 503 with Retry-After, and nothing of it is kept. 2 GiB: 32 uploads at the request limit.
+    /// </summary>
+    public long MaxSpoolBytes { get; set; } = 2L * 1024 * 1024 * 1024;
+
     internal Data.GroupLimits GroupLimits =>
         new(MaxPendingSubmissions, MaxConcurrentSubmissionFlushes, SubmissionBatch, SubmissionBatchBytes, DatabaseWaitMilliseconds);
 }
@@ -57,6 +63,7 @@ public sealed class JobOptionsRules() : OptionsRules<JobOptions>("Jobs")
         (nameof(o.MaxPendingSubmissions), o.MaxPendingSubmissions >= 1, "must be at least 1"),
         (nameof(o.MaxConcurrentSubmissionFlushes), o.MaxConcurrentSubmissionFlushes is >= 1 and <= 16, "must be 1 to 16"),
         (nameof(o.DatabaseWaitMilliseconds), o.DatabaseWaitMilliseconds > 0, "must be positive"),
+        (nameof(o.MaxSpoolBytes), o.MaxSpoolBytes >= 1024 * 1024, "must be at least 1048576"),
         (nameof(o.GroupedUploadBytes), o.GroupedUploadBytes is >= 0 and <= JobService.ProbeBytes, $"must be 0 to {JobService.ProbeBytes}"),
     ];
 }

@@ -17,6 +17,7 @@ public static class JobServices
         services.AddSingleton<JobCreator>();
         services.AddSingleton<SubmissionBatcher>();
         services.AddSingleton<UploadBatcher>();
+        services.AddSingleton<SpoolBudget>();
         services.AddSingleton<LargeUploads>();
         services.AddSingleton<JobService>();
         services.AddSingleton<IdempotencyStore>();

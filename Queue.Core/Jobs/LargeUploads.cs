@@ -1,3 +1,4 @@
+using System.Buffers;
 using Dapper;
 using Microsoft.Extensions.Options;
 using MySqlConnector;
@@ -21,7 +22,8 @@ public sealed record LargeUpload(long TenantId, long JobId, IReadOnlyList<string
 /// whole upload goes into one transaction at disk speed, and lands whole or not at all. A client that goes away
 /// halfway leaves a deleted temporary file and nothing in the database. See docs/DESIGN.md "Grouped uploads".
 /// </summary>
-public sealed class LargeUploads(MySqlDataSource db, TimeProvider clock, OrderingLanes lanes, IOptions<JobOptions> options, WorkSignal work) : IDisposable
+public sealed class LargeUploads(MySqlDataSource db, TimeProvider clock, OrderingLanes lanes, IOptions<JobOptions> options, WorkSignal work,
+    SpoolBudget budget) : IDisposable
 {
     private readonly SemaphoreSlim streams = new(options.Value.MaxConcurrentStreams);
 
@@ -47,6 +49,7 @@ public sealed class LargeUploads(MySqlDataSource db, TimeProvider clock, Orderin
             foreach (var s in spooled)
             {
                 await s.File.DisposeAsync();
+                budget.Give(s.Size);
             }
         }
     }
@@ -58,10 +61,16 @@ public sealed class LargeUploads(MySqlDataSource db, TimeProvider clock, Orderin
         Directory.CreateDirectory(dir);
         var file = new FileStream(Path.Combine(dir, Guid.NewGuid().ToString("N")), FileMode.CreateNew, FileAccess.ReadWrite, FileShare.None,
             64 * 1024, FileOptions.Asynchronous | FileOptions.DeleteOnClose);
+        var taken = 0L;
+        var buffer = ArrayPool<byte>.Shared.Rent(64 * 1024);
         try
         {
-            await file.WriteAsync(head, ct);
-            await metered.CopyToAsync(file, ct);
+            await WriteAsync(head);
+            int n;
+            while ((n = await metered.ReadAsync(buffer, ct)) > 0)
+            {
+                await WriteAsync(buffer.AsMemory(0, n));
+            }
             await file.FlushAsync(ct);
             file.Position = 0;
             return new SpooledDocument(doc.Name, doc.ContentType, file, metered.BytesRead, metered.Hash());
@@ -69,7 +78,22 @@ public sealed class LargeUploads(MySqlDataSource db, TimeProvider clock, Orderin
         catch
         {
             await file.DisposeAsync();
+            budget.Give(taken);
             throw;
+        }
+        finally
+        {
+            ArrayPool<byte>.Shared.Return(buffer);
+        }
+
+        async Task WriteAsync(ReadOnlyMemory<byte> bytes)
+        {
+            if (!budget.TryTake(bytes.Length))
+            {
+                throw new ServiceBusyException("the upload spool of this process is full");
+            }
+            taken += bytes.Length;
+            await file.WriteAsync(bytes, ct);
         }
     }
 

@@ -1,4 +1,3 @@
-using System.Collections.Concurrent;
 using System.Security.Cryptography;
 using System.Text;
 using Dapper;
@@ -23,9 +22,10 @@ public sealed record IssuedKey(long Id, string Secret, string Prefix, KeyRole Ro
 
 public sealed record KeyInfo(long Id, long? TenantId, string Role, string Prefix, string? Label, DateTime CreatedAt, DateTime? RevokedAt);
 
-public sealed class ApiKeyService(MySqlDataSource db, TimeProvider clock, IOptions<AuthOptions> options)
+/// <param name="cache">The process's resolved keys; a new one by default (tests pass small bounds).</param>
+public sealed class ApiKeyService(MySqlDataSource db, TimeProvider clock, IOptions<AuthOptions> options, KeyCache? cache = null)
 {
-    private readonly ConcurrentDictionary<string, (Principal? Principal, long ExpiresAt)> cache = new(StringComparer.Ordinal);
+    private readonly KeyCache cache = cache ?? new KeyCache();
 
     public async Task<IssuedKey> IssueAsync(KeyRole role, long? tenantId, string? label, CancellationToken ct)
     {
@@ -57,11 +57,12 @@ public sealed class ApiKeyService(MySqlDataSource db, TimeProvider clock, IOptio
             return null;
         }
         var now = Environment.TickCount64;
-        if (cache.TryGetValue(presented, out var hit) && hit.ExpiresAt > now)
-        {
-            return hit.Principal;
-        }
         var hash = Hash(presented);
+        var cacheKey = Convert.ToBase64String(hash);
+        if (cache.TryGet(cacheKey, now, out var hit))
+        {
+            return hit;
+        }
         await using var conn = await db.OpenConnectionAsync(ct);
         var row = await conn.QuerySingleOrDefaultAsync<KeyRow>(new CommandDefinition(TenantSql.KeyByHash, new { Hash = hash }, cancellationToken: ct));
         Principal? principal = null;
@@ -72,11 +73,7 @@ public sealed class ApiKeyService(MySqlDataSource db, TimeProvider clock, IOptio
         var ttl = options.Value.KeyCacheSeconds * 1000L;
         if (ttl > 0)
         {
-            if (cache.Count > 100_000)
-            {
-                cache.Clear(); // bound memory against a flood of random keys
-            }
-            cache[presented] = (principal, now + ttl);
+            cache.Add(cacheKey, principal, now + ttl, now);
         }
         return principal;
     }

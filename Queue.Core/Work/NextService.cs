@@ -9,7 +9,8 @@ namespace Queue.Core.Work;
 /// the long-poll until work is signalled or the wait runs out; what was handed out goes to the fairness monitor. It
 /// sits above Claims and Fairness (the tenant-fair policy is a lane selector of Claims), so neither depends on the other.
 /// </summary>
-public sealed class NextService(ClaimDispatcher claims, WorkSignal signal, WorkStats stats, FairnessMonitor fairness, NextReplays replays)
+public sealed class NextService(ClaimDispatcher claims, WorkSignal signal, WorkStats stats, FairnessMonitor fairness, NextReplays replays,
+    Cluster.DatabaseClock databaseClock)
 {
     /// <summary>
     /// Items for <paramref name="request"/>, waiting up to <paramref name="wait"/> for some; empty when none came.
@@ -23,6 +24,7 @@ public sealed class NextService(ClaimDispatcher claims, WorkSignal signal, WorkS
 
     public async Task<IReadOnlyList<TakenItem>> NextAsync(ClaimRequest request, TimeSpan wait, CancellationToken ct)
     {
+        databaseClock.ThrowIfNotSynced();
         stats.Seen(request.Worker);
         var started = Stopwatch.GetTimestamp();
         while (true)

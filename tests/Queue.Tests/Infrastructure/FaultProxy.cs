@@ -27,6 +27,7 @@ public sealed partial class FaultProxy : IAsyncDisposable
     private string? cutOnlyAfter;
     private int delayMs;
     private int cuts;
+    private volatile bool refusing;
 
     /// <summary>Starts relaying to 127.0.0.1:<paramref name="targetPort"/>; returns the port to connect to instead.</summary>
     public int Start(int targetPort)
@@ -63,6 +64,13 @@ public sealed partial class FaultProxy : IAsyncDisposable
         Volatile.Write(ref cutsLeft, count);
     }
 
+    /// <summary>While true, every new connection is reset as soon as it is accepted (a database that is down).</summary>
+    public bool Refusing
+    {
+        get => refusing;
+        set => refusing = value;
+    }
+
     /// <summary>Holds every chunk relayed, either way, for <paramref name="milliseconds"/> (0: no delay).</summary>
     public void Delay(int milliseconds) => Volatile.Write(ref delayMs, milliseconds);
 
@@ -91,6 +99,12 @@ public sealed partial class FaultProxy : IAsyncDisposable
             while (true)
             {
                 var client = await listener.AcceptTcpClientAsync(stop.Token);
+                if (refusing)
+                {
+                    client.Client.LingerState = new LingerOption(true, 0);
+                    client.Dispose();
+                    continue;
+                }
                 _ = ServeAsync(client);
             }
         }
