@@ -34,6 +34,7 @@ public sealed partial class ClaimDispatcher
     private readonly ILaneSelector turns;
     private readonly ClaimEpoch epochs;
     private readonly WorkSignal signal;
+    private readonly ILogger<ClaimDispatcher> logger;
     private readonly GroupCommitQueue<Waiter> queue;
     private readonly Lock gate = new();
     private readonly ClaimAheadFilters aheads = new();
@@ -68,6 +69,7 @@ public sealed partial class ClaimDispatcher
         HandoutLog handouts, ILaneSelector turns, ClaimEpoch epochs, WorkSignal signal, BackgroundWork host, ILogger<ClaimDispatcher> logger)
     {
         this.engine = engine;
+        this.logger = logger;
         this.turns = turns;
         this.epochs = epochs;
         this.signal = signal;
@@ -182,6 +184,18 @@ public sealed partial class ClaimDispatcher
         }
         catch (Exception ex)
         {
+            if (ex is ClaimLandedUnansweredException landed)
+            {
+                try
+                {
+                    await leases.ReleaseAsync(landed.Items, CancellationToken.None);
+                }
+                catch (Exception release) when (release is MySqlConnector.MySqlException or IOException or InvalidOperationException)
+                {
+                    // The database is out of reach again: the items come back when their leases and reservations expire.
+                    LogGiveBackFailed(logger, release, landed.Items.Count);
+                }
+            }
             Settle(groups, failed: true, epoch);
             foreach (var w in groups.SelectMany(g => g.Waiters))
             {
@@ -478,6 +492,9 @@ public sealed partial class ClaimDispatcher
         }
         return given;
     }
+
+    [LoggerMessage(EventId = 3009, Level = LogLevel.Warning, Message = "{Count} items of a claim whose commit got no answer could not be given back; they come back when their leases expire")]
+    private static partial void LogGiveBackFailed(ILogger logger, Exception exception, int count);
 
     [LoggerMessage(EventId = 3001, Level = LogLevel.Warning, Message = "A claim transaction for {Count} callers failed")]
     private static partial void LogFlushFailed(ILogger logger, Exception exception, int count);

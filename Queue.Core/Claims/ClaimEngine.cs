@@ -1,5 +1,6 @@
 using MySqlConnector;
 using Queue.Core.Data;
+using Queue.Core.Sql;
 
 namespace Queue.Core.Claims;
 
@@ -41,6 +42,7 @@ public sealed class ClaimEngine
                 var outcomes = new IReadOnlyList<TakenItem>[orders.Count];
                 var taken = new List<TakenItem>();
                 await using var conn = await db.OpenConnectionAsync(c);
+                var session = conn.ServerThread;
                 var tx = new ClaimTransaction(conn);
                 try
                 {
@@ -50,9 +52,14 @@ public sealed class ClaimEngine
                     }
                     await tx.CommitAsync(c);
                 }
-                catch
+                catch (Exception ex)
                 {
                     await tx.RollbackAsync();
+                    if (tx.CommitSent && taken.Count > 0 && MayHaveCommitted(ex)
+                        && await CommitCheck.LandedAsync(db, session, ClaimSql.TakenWith, new { taken[0].Id, taken[0].Token }, ex))
+                    {
+                        throw new ClaimLandedUnansweredException(taken, ex);
+                    }
                     throw;
                 }
                 return (outcomes, taken, now);
@@ -73,6 +80,12 @@ public sealed class ClaimEngine
         }
     }
 
+    /// <summary>
+    /// A COMMIT that got no answer, or an error the server did not send (a cut connection): the claim may have
+    /// committed. A deadlock or lock wait timeout was the server's answer, and rolled it back.
+    /// </summary>
+    private static bool MayHaveCommitted(Exception ex) => ex is not MySqlException m || !Retry.IsTransient(m);
+
     /// <param name="walked">Collects what the lane walks took, for the floors.</param>
     /// <param name="last">The transaction's last order: its closing batch carries the COMMIT.</param>
     private async Task<IReadOnlyList<TakenItem>> FillAsync(ClaimTransaction tx, ClaimOrder order, DateTime now, List<TakenItem> walked, bool last,
@@ -82,8 +95,18 @@ public sealed class ClaimEngine
         {
             return [];
         }
-        var taken = await taker.TakeAsync(tx, order.Tasks, order.Slots, now, last, order.Waiting, ct);
-        walked.AddRange(taken);
-        return taken;
+        return await taker.TakeAsync(tx, order.Tasks, order.Slots, now, last, order.Waiting, walked, ct);
     }
+}
+
+/// <summary>
+/// A claim committed but its COMMIT's answer was lost (<see cref="CommitCheck"/>): no caller was told about
+/// <see cref="Items"/>, so the dispatcher gives them back at once rather than leave them leased to nobody until their
+/// leases expire (as failed attempts); the callers get a 503 and call again. docs/DESIGN.md "Writes whose outcome is not
+/// known yet".
+/// </summary>
+public sealed class ClaimLandedUnansweredException(IReadOnlyList<TakenItem> items, Exception inner)
+    : ServiceBusyException("the claim's commit got no answer; its items were given back", inner)
+{
+    public IReadOnlyList<TakenItem> Items { get; } = items;
 }

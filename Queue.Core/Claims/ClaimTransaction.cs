@@ -31,6 +31,9 @@ internal sealed class ClaimTransaction(MySqlConnection connection)
 
     public MySqlConnection Connection => connection;
 
+    /// <summary>The COMMIT went out (in a batch or alone): when no answer came, the claim may have committed.</summary>
+    public bool CommitSent => commitSent;
+
     /// <summary>Runs a locking read, the transaction's first statement if it has not begun.</summary>
     public async Task<MySqlDataReader> ReadAsync(MySqlCommand command, CancellationToken ct)
     {
@@ -108,8 +111,8 @@ internal sealed class ClaimTransaction(MySqlConnection connection)
         if (begun && !commitSent)
         {
             await using var commit = new MySqlCommand("COMMIT", connection);
-            await commit.ExecuteNonQueryAsync(ct);
             commitSent = true;
+            await commit.ExecuteNonQueryAsync(ct);
         }
     }
 

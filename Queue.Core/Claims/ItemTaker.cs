@@ -34,8 +34,10 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
     /// <summary>Takes one item per slot (fewer if the queue runs dry), in claim order: item k of the answer gets slot k.</summary>
     /// <param name="last">The claim's last walk: its closing batch carries the COMMIT.</param>
     /// <param name="waiting">Gets the tenants of the first round's lanes (<see cref="ClaimOrder.Waiting"/>).</param>
+    /// <param name="walked">Gets the items taken, before the closing batch: should the COMMIT it carries get no answer,
+    /// the claim still knows what it wrote (<see cref="ClaimEngine"/>).</param>
     public async Task<List<TakenItem>> TakeAsync(ClaimTransaction tx, IReadOnlyList<string> tasks, IReadOnlyList<ClaimSlot> slots, DateTime now,
-        bool last, HashSet<long> waiting, CancellationToken ct)
+        bool last, HashSet<long> waiting, List<TakenItem> walked, CancellationToken ct)
     {
         var walk = new Walk(slots, now);
         held.SkipIn(walk.Visited, now);
@@ -52,6 +54,7 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
                 await tx.WriteAsync(walk.Writes, commit: false, ct);
             }
         }
+        walked.AddRange(walk.Taken);
         await closing.CloseAsync(tx, walk.Writes, walk.Emptied, walk.Taken, now, last, ct);
         waiting.Clear();
         waiting.UnionWith(walk.Waiting);

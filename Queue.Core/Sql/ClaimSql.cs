@@ -152,6 +152,12 @@ public static class ClaimSql
     /// </summary>
     public const string AttemptOfHandout = "attempts = attempts + (lease_expires_at IS NULL)";
 
+    /// <summary>
+    /// After a claim's COMMIT got no answer (<see cref="Data.CommitCheck"/>): a row only that claim wrote, its item under
+    /// the claim's token, shows whether it committed. Rides PRIMARY.
+    /// </summary>
+    public const string TakenWith = "SELECT id FROM items WHERE id = @Id AND lease_token = @Token LOCK IN SHARE MODE";
+
     /// <summary>Gives back a reservation that was never handed out: ready again at once, nothing counted.</summary>
     public const string ReleaseReservation = """
         UPDATE items SET state = 0, lease_token = NULL, due_at = @Now, updated_at = @Now

@@ -101,4 +101,28 @@ public sealed class LostCommitAnswerTests(FaultProxyApiFixture fx) : IClassFixtu
         Assert.Equal(HttpStatusCode.NoContent, again.StatusCode);
         Assert.Equal(1, await fx.CountAsync("SELECT items_done FROM jobs WHERE id = @Job", new { Job = job }));
     }
+
+    [Fact]
+    public async Task A_claim_whose_commit_answer_is_lost_gives_its_item_back_at_once_and_counts_no_attempt()
+    {
+        var (_, key) = await fx.NewCustomerAsync();
+        var customer = fx.Api.ClientWithKey(key);
+        var worker = fx.Api.ClientWithKey(await fx.NewWorkerKeyAsync());
+        var job = (await customer.CreateJobAsync(new { name = "lost-claim", tasks = new[] { "lost-claim" }, documents = new[] { new { name = "a", content = B64("a") } } }))
+            .GetProperty("id").GetInt64();
+
+        // Only a claim's lease statement sets attempts = attempts + 1 with a CASE of tokens.
+        var cutsBefore = fx.Proxy.Cuts;
+        fx.Proxy.CutAfterCommit(1, onlyAfter: "SET state = 1, attempts = attempts + 1");
+        using var first = await worker.PostAsJsonAsync("/next", new { tasks = new[] { "lost-claim" }, max = 1 });
+        fx.Proxy.CutAfterCommit(0);
+
+        Assert.Equal(cutsBefore + 1, fx.Proxy.Cuts);
+        Assert.Equal(HttpStatusCode.ServiceUnavailable, first.StatusCode);
+        // The committed lease went to nobody: before, the item stayed leased for the lease time (300 s) and then
+        // counted a failed attempt. Now it is claimable at once, and the claim that gets it is its first attempt.
+        var item = await WorkFixture.ClaimOneAsync(worker, new { tasks = new[] { "lost-claim" } });
+        Assert.Equal(1, item.GetProperty("attempt").GetInt32());
+        Assert.Equal(1, await fx.CountAsync("SELECT attempts FROM items WHERE job_id = @Job", new { Job = job }));
+    }
 }
