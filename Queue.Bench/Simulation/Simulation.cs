@@ -181,4 +181,6 @@ public sealed class FifoLaneSelector : ILaneSelector
     }
 
     public double? TurnOf(long tenantId) => null;
+
+    public bool TakesTurns => false;
 }

@@ -43,21 +43,6 @@ public sealed partial class ClaimDispatcher
     /// <summary>Task filters tracked at most (<see cref="ClaimAheadFilters"/>); past it a new filter is served by transactions only.</summary>
     public const int MaxFilters = ClaimAheadFilters.Max;
 
-    /// <summary>
-    /// A busy filter claims ahead what its callers ask for in this time (at most <see cref="ClaimOptions.Prefetch"/>),
-    /// and refills at half: the rest outlasts a refill's transaction, and every item leaves well within the hold time.
-    /// Sized by the buffer's own past (twice what went out since the last claim) it grew to the cap at any rate: at
-    /// 430 items/s, 256 items lasted 0.6 s, past the hold, so a fifth of them went stale and back, and a claim that had
-    /// to reserve that much for a new tenant took 40 ms instead of 10.
-    /// </summary>
-    private const int RunwayMilliseconds = 250;
-
-    /// <summary>
-    /// A filter with this many callers waiting on one transaction is busy whatever its rate so far: a flood's first
-    /// claims were transactions alone for 300 ms (until the rate showed), and a small tenant's job that came with the
-    /// flood took 3 times its solo turnaround.
-    /// </summary>
-    private const int BusyCallers = 4;
 
     /// <summary>
     /// A transaction gathers only up to this many callers. Past it the per-transaction cost is spread thin already, and
@@ -264,7 +249,7 @@ public sealed partial class ClaimDispatcher
     /// Claimed-ahead items first, handed out as /next's own path does (<see cref="TakeFresh"/>), unless the filter's
     /// buffer cannot be trusted for the policy's order right now (new work signalled since its last claim). The callers
     /// left over, and the refills, go to the transaction, as one <see cref="Group"/> per task filter. Also decides how
-    /// much each filter claims ahead this time: what its callers ask for in <see cref="RunwayMilliseconds"/>, and
+    /// much each filter claims ahead this time: what its callers ask for in a quarter second, and
     /// nothing for a filter that is not busy.
     /// </summary>
     private (List<Group> Groups, List<(Waiter Waiter, List<TakenItem> Items)> Served, List<TakenItem> Stale) ServeFromBuffers(List<Waiter> batch,
@@ -314,17 +299,7 @@ public sealed partial class ClaimDispatcher
                         left.Add(w);
                     }
                 }
-                var target = o.Prefetch == 0 || !(ahead.Busy(at, o) || left.Count >= BusyCallers) ? 0
-                    : Math.Min(o.Prefetch, Math.Max(want, ahead.AskedPerSecond(at) * RunwayMilliseconds / 1000));
-                ahead.Target = target;
-                ahead.LastFlush = at;
-                // New work signalled, or a tenant waiting in the database: claim ahead at least half a target even if
-                // the buffer is full of others' items, so the claim's round of quotas reserves the waiting tenant's share
-                // too and its items are handed out from memory by turn, not one transaction at a time (within twice the
-                // cap). A whole target overfilled the buffer past its hold time with the others' items, and made the
-                // claim the new tenant's first item waits for 3-4 times longer.
-                var surplus = !trusted || diverted ? Math.Min(Math.Max(target - ahead.Count, target / 2), Math.Max(0, (2 * o.Prefetch) - ahead.Count))
-                    : Math.Max(0, target - ahead.Count);
+                var surplus = ahead.Plan(want, left.Count, fresh: !trusted || diverted, at, o);
                 if (left.Count > 0 || surplus > 0)
                 {
                     ahead.InFlight++;
@@ -366,8 +341,7 @@ public sealed partial class ClaimDispatcher
     {
         var requeued = new HashSet<Waiter>();
         var o = options.Value;
-        // A policy that takes turns answers for any tenant id, 0 included; seed answers null for all.
-        var byTenants = groups.Count > 0 && turns.TurnOf(0) is not null;
+        var byTenants = turns.TakesTurns;
         lock (gate)
         {
             foreach (var g in groups)

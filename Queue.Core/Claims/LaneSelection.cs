@@ -42,6 +42,9 @@ public interface ILaneSelector
     /// claimed ahead are charged through <see cref="Claimed"/> when they are handed out, not when they are reserved.
     /// </summary>
     double? TurnOf(long tenantId);
+
+    /// <summary>Whether the policy takes turns between tenants: the claim-ahead buffer then keeps one sub-buffer per tenant.</summary>
+    bool TakesTurns { get; }
 }
 
 /// <summary>docs/CONTRACT.md's order: lowest value first, ties to the older job; straight off the ordering indexes.</summary>
@@ -78,6 +81,8 @@ public sealed class SeedLaneSelector : ILaneSelector
     }
 
     public double? TurnOf(long tenantId) => null;
+
+    public bool TakesTurns => false;
 
     private sealed record LaneRow(long JobId, string Task, long TenantId, long Value)
     {

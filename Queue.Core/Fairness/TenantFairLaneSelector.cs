@@ -92,6 +92,8 @@ public sealed class TenantFairLaneSelector(FairShare fair, TimeProvider clock) :
 
     public double? TurnOf(long tenantId) => fair.OwnPassOf(tenantId);
 
+    public bool TakesTurns => true;
+
     public int Weight(long tenantId)
     {
         lock (gate)

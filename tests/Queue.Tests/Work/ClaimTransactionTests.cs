@@ -51,5 +51,7 @@ public sealed class ClaimTransactionTests(ApiFixture fx) : IClassFixture<ApiFixt
         public void Claimed(long tenantId, int count) => throw new InvalidOperationException(Message);
 
         public double? TurnOf(long tenantId) => null;
+
+        public bool TakesTurns => false;
     }
 }

@@ -40,6 +40,8 @@ public sealed class SlowClaimFixture : WorkFixture
         public void Claimed(long tenantId, int count) => inner.Claimed(tenantId, count);
 
         public double? TurnOf(long tenantId) => inner.TurnOf(tenantId);
+
+        public bool TakesTurns => inner.TakesTurns;
     }
 }
 
