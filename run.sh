@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Starts Queue: a private MariaDB under .queue/ (installed and initialised on first use), then Api, Admin and Scheduler.
-# Ctrl-C or SIGTERM stops all of them and the database cleanly.
+# A service that exits is restarted with backoff; the database dying stops everything (scripts/services.sh watch_all
+# says why). Ctrl-C or SIGTERM stops all of them and the database cleanly.
 set -euo pipefail
 cd "$(dirname "$0")"
 ROOT=$PWD
@@ -40,6 +41,7 @@ if [ -z "$external_db" ]; then
   ConnectionStrings__Queue=$(cat "$STATE/db.connection")
   export ConnectionStrings__Queue
   db_pidfiles+=("$STATE/db/mariadbd.pid")
+  stop_if_db_exits=1
 fi
 dotnet "$(BIN Queue.Admin)" migrate
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Starts Queue as a cluster on this machine (README "Cluster"): a MariaDB primary and its GTID replica under
 # .queue/cluster/, 3 Queue.Api, 2 Queue.Scheduler and 1 Queue.Admin behind HAProxy, which serves the Api on
-# $QUEUE_URL (5080) and the Admin on 5081, as ./run.sh does. Writes .queue/demo.env. Ctrl-C stops everything it started.
+# $QUEUE_URL (5080) and the Admin on 5081, as ./run.sh does. Writes .queue/demo.env. A process that exits is restarted
+# with backoff while the balancer serves through the others (scripts/services.sh watch_all); Ctrl-C or TERM stops
+# everything it started.
 # ./run.sh stays the one-box default; both keep their own database, so their data never mix.
 set -euo pipefail
 cd "$(dirname "$0")/.."
