@@ -82,11 +82,7 @@ public sealed class LostCommitAnswerTests(FaultProxyApiFixture fx) : IClassFixtu
     [Fact]
     public async Task A_completion_whose_commit_answer_is_lost_is_confirmed_on_retry_and_counted_once()
     {
-        var (_, key) = await fx.NewCustomerAsync();
-        var customer = fx.Api.ClientWithKey(key);
-        var worker = fx.Api.ClientWithKey(await fx.NewWorkerKeyAsync());
-        var job = (await customer.CreateJobAsync(new { name = "lost-complete", tasks = new[] { "lost-complete" }, documents = new[] { new { name = "a", content = B64("a") } } }))
-            .GetProperty("id").GetInt64();
+        var (job, worker) = await OneItemJobAsync("lost-complete");
         var item = await WorkFixture.ClaimOneAsync(worker, new { tasks = new[] { "lost-complete" } });
 
         // Only the completion's statement sets an item's state to 2 (done).
@@ -105,11 +101,7 @@ public sealed class LostCommitAnswerTests(FaultProxyApiFixture fx) : IClassFixtu
     [Fact]
     public async Task A_claim_whose_commit_answer_is_lost_gives_its_item_back_at_once_and_counts_no_attempt()
     {
-        var (_, key) = await fx.NewCustomerAsync();
-        var customer = fx.Api.ClientWithKey(key);
-        var worker = fx.Api.ClientWithKey(await fx.NewWorkerKeyAsync());
-        var job = (await customer.CreateJobAsync(new { name = "lost-claim", tasks = new[] { "lost-claim" }, documents = new[] { new { name = "a", content = B64("a") } } }))
-            .GetProperty("id").GetInt64();
+        var (job, worker) = await OneItemJobAsync("lost-claim");
 
         // Only a claim's lease statement sets attempts = attempts + 1 with a CASE of tokens.
         var cutsBefore = fx.Proxy.Cuts;
@@ -124,5 +116,15 @@ public sealed class LostCommitAnswerTests(FaultProxyApiFixture fx) : IClassFixtu
         var item = await WorkFixture.ClaimOneAsync(worker, new { tasks = new[] { "lost-claim" } });
         Assert.Equal(1, item.GetProperty("attempt").GetInt32());
         Assert.Equal(1, await fx.CountAsync("SELECT attempts FROM items WHERE job_id = @Job", new { Job = job }));
+    }
+
+    /// <summary>A new tenant's job of one document for <paramref name="task"/>, and a worker's client.</summary>
+    private async Task<(long Job, HttpClient Worker)> OneItemJobAsync(string task)
+    {
+        var (_, key) = await fx.NewCustomerAsync();
+        var customer = fx.Api.ClientWithKey(key);
+        var job = (await customer.CreateJobAsync(new { name = task, tasks = new[] { task }, documents = new[] { new { name = "a", content = B64("a") } } }))
+            .GetProperty("id").GetInt64();
+        return (job, fx.Api.ClientWithKey(await fx.NewWorkerKeyAsync()));
     }
 }
