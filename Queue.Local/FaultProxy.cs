@@ -126,9 +126,10 @@ public sealed partial class FaultProxy : IAsyncDisposable
             await UpAsync(link);
             await down;
         }
-        catch (Exception ex) when (ex is IOException or SocketException or OperationCanceledException or ObjectDisposedException)
+        catch (Exception ex) when (ex is IOException or SocketException or OperationCanceledException or ObjectDisposedException or TimeoutException)
         {
-            // A reset, a cut or the end of the test: the connection is over either way.
+            // A reset, a cut, a server that died before answering a cut COMMIT, or the end of the test: the connection
+            // is over either way.
         }
         finally
         {
