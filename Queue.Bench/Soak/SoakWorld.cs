@@ -12,31 +12,40 @@ namespace Queue.Bench.Soak;
 
 /// <summary>
 /// What a soak runs against, and the faults it injects: a private MariaDB in its own directory (restartable on the same
-/// port after a SIGKILL) and one Queue.Api process (restartable after a SIGKILL, on a new port).
+/// port after a SIGKILL) and one Queue.Api process (restartable after a SIGKILL, on a new port). With a
+/// <see cref="FaultProxy"/>, the Api reaches MariaDB only through it; the soak's own checks connect directly, so they
+/// see the truth.
 /// </summary>
 public sealed class SoakWorld : IAsyncDisposable
 {
     private readonly string dir;
     private readonly int port;
     private readonly Dictionary<string, string> apiSettings;
+    private readonly string apiConnectionString;
     private PrivateMariaDb server;
     private ServiceProcess api;
 
-    private SoakWorld(string dir, int port, PrivateMariaDb server, string connectionString, ServiceProcess api, Dictionary<string, string> apiSettings,
-        string customerKey, string workerKey)
+    private SoakWorld(string dir, int port, PrivateMariaDb server, string connectionString, FaultProxy? proxy, string apiConnectionString,
+        ServiceProcess api, Dictionary<string, string> apiSettings, string customerKey, string workerKey)
     {
         this.dir = dir;
         this.port = port;
         this.server = server;
         this.api = api;
         this.apiSettings = apiSettings;
+        this.apiConnectionString = apiConnectionString;
+        Proxy = proxy;
         ConnectionString = connectionString;
         CustomerKey = customerKey;
         WorkerKey = workerKey;
         Url = api.Url;
     }
 
+    /// <summary>Straight to MariaDB, never through the proxy.</summary>
     public string ConnectionString { get; }
+
+    /// <summary>The proxy between the Api and MariaDB, when the soak injects connection faults.</summary>
+    public FaultProxy? Proxy { get; }
 
     public string CustomerKey { get; }
 
@@ -47,7 +56,7 @@ public sealed class SoakWorld : IAsyncDisposable
 
     public ServiceProcess Api => api;
 
-    public static async Task<SoakWorld> StartAsync()
+    public static async Task<SoakWorld> StartAsync(bool proxied = false)
     {
         var dir = Path.Combine(Path.GetTempPath(), "queue-soak-" + Guid.NewGuid().ToString("N")[..12]);
         var port = PrivateMariaDb.FreePort();
@@ -69,9 +78,17 @@ public sealed class SoakWorld : IAsyncDisposable
             ["Claims__DatabaseWaitMilliseconds"] = "3000",
             ["Jobs__DatabaseWaitMilliseconds"] = "3000",
         };
-        var api = ServiceProcess.Start("Queue.Api", cs, settings);
+        FaultProxy? proxy = null;
+        var apiCs = cs;
+        if (proxied)
+        {
+            proxy = new FaultProxy();
+            proxy.Start(port);
+            apiCs = proxy.ConnectionString(cs);
+        }
+        var api = ServiceProcess.Start("Queue.Api", apiCs, settings);
         await api.WaitHealthyAsync("/readyz");
-        return new SoakWorld(dir, port, server, cs, api, settings, customer, worker);
+        return new SoakWorld(dir, port, server, cs, proxy, apiCs, api, settings, customer, worker);
     }
 
     /// <summary>SIGKILL of the Api, then a new one (a new port): in-flight calls break off, grouped claims are lost.</summary>
@@ -79,7 +96,7 @@ public sealed class SoakWorld : IAsyncDisposable
     {
         api.Kill();
         await api.DisposeAsync();
-        api = ServiceProcess.Start("Queue.Api", ConnectionString, apiSettings);
+        api = ServiceProcess.Start("Queue.Api", apiConnectionString, apiSettings);
         await api.WaitHealthyAsync("/readyz", seconds: 120);
         Url = api.Url;
     }
@@ -117,6 +134,10 @@ public sealed class SoakWorld : IAsyncDisposable
     public async ValueTask DisposeAsync()
     {
         await api.DisposeAsync();
+        if (Proxy is not null)
+        {
+            await Proxy.DisposeAsync();
+        }
         await server.DisposeAsync();
         if (Directory.Exists(dir))
         {

@@ -8,6 +8,7 @@ using Microsoft.Extensions.Logging.Abstractions;
 using Microsoft.Extensions.Options;
 using MySqlConnector;
 using Queue.Core.Cluster;
+using Queue.Local;
 using Queue.Tests.Infrastructure;
 
 namespace Queue.Tests.Cluster;

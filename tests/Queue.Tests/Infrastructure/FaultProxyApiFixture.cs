@@ -1,3 +1,5 @@
+using Queue.Local;
+
 namespace Queue.Tests.Infrastructure;
 
 /// <summary>

@@ -1,6 +1,7 @@
 using System.Net;
 using System.Net.Http.Json;
 using System.Text.Json;
+using Queue.Local;
 using Queue.Tests.Infrastructure;
 using Queue.Tests.Work;
 using static Queue.Tests.Jobs.JobsTestKit;

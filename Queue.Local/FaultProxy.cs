@@ -3,13 +3,13 @@ using System.Net;
 using System.Net.Sockets;
 using System.Text.RegularExpressions;
 
-namespace Queue.Tests.Infrastructure;
+namespace Queue.Local;
 
 /// <summary>
 /// A TCP proxy between a service and MariaDB that injects the faults a real network and a real server produce, for
-/// tests of what a write does when its outcome is unknown. It reads the MySQL protocol from client to server just far
-/// enough to see each command packet ([3-byte length][sequence][command][text]); the connection must not use TLS
-/// (connect with <c>SslMode=None</c>, see <see cref="ConnectionString"/>).
+/// tests and the fault soak (Queue.Bench) of what a write does when its outcome is unknown. It reads the MySQL protocol
+/// from client to server just far enough to see each command packet ([3-byte length][sequence][command][text]); the
+/// connection must not use TLS (connect with <c>SslMode=None</c>, see <see cref="ConnectionString"/>).
 /// </summary>
 /// <remarks>
 /// <see cref="CutAfterCommit"/> is the fault that matters most: the server receives the COMMIT and commits, and the
@@ -126,9 +126,10 @@ public sealed partial class FaultProxy : IAsyncDisposable
             await UpAsync(link);
             await down;
         }
-        catch (Exception ex) when (ex is IOException or SocketException or OperationCanceledException or ObjectDisposedException)
+        catch (Exception ex) when (ex is IOException or SocketException or OperationCanceledException or ObjectDisposedException or TimeoutException)
         {
-            // A reset, a cut or the end of the test: the connection is over either way.
+            // A reset, a cut, a server that died before answering a cut COMMIT, or the end of the test: the connection
+            // is over either way.
         }
         finally
         {

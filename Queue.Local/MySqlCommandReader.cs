@@ -1,6 +1,6 @@
 using System.Text;
 
-namespace Queue.Tests.Infrastructure;
+namespace Queue.Local;
 
 /// <summary>
 /// Follows the client's packets across reads. A command packet (sequence 0) of COM_QUERY (0x03) is returned with
