@@ -83,13 +83,18 @@ internal static class CreateJobEndpoint
                 detail: $"documents[{tooLarge}] is over the limit of {limits.Value.MaxDocumentBytes} bytes");
         }
         var tenant = user.TenantId();
+        if (IdempotencyFilter.LandedJob(http) is { } landed)
+        {
+            return await LandedAnswerAsync(tenant, landed, status, jobOptions.Value.MaxInlineDocuments);
+        }
         var inline = documents.Select(d => new InlineDocument(d.Name!, d.ContentType ?? "application/octet-stream", d.Content!)).ToList();
         // Not the request's token: a grouped submission commits whether or not its caller waits, so the caller waits
         // (bounded by Jobs:DatabaseWaitMilliseconds) to learn the outcome its Idempotency-Key must keep.
         (PendingJob Job, CreatedJob Created) made;
         try
         {
-            made = await jobs.CreateAsync(tenant, new NewJob(request.Name!, request.Tasks, request.Open ?? false, inline), CancellationToken.None);
+            made = await jobs.CreateAsync(tenant, new NewJob(request.Name!, request.Tasks, request.Open ?? false, inline), IdempotencyFilter.RunOf(http),
+                CancellationToken.None);
         }
         catch (WriteStillRunningException running)
         {
@@ -102,6 +107,19 @@ internal static class CreateJobEndpoint
             CreatedJobResponse.From(status.OfNewJobUnread(pending, created), created.Documents));
         var s = await status.OfNewJobAsync(pending, created, CancellationToken.None);
         return new JsonCreated<CreatedJobResponse>(Location(created), CreatedJobResponse.From(s, created.Documents));
+    }
+
+    /// <summary>
+    /// A retry of a keyed request whose job committed and whose answer was never stored (its process killed, its COMMIT's
+    /// answer lost): the job as it is now, with its documents (as many as a request may carry inline), the answer the
+    /// filter then keeps. Before, the key answered 409 for ten minutes and then made the job a second time.
+    /// </summary>
+    private static async Task<JsonCreated<CreatedJobResponse>> LandedAnswerAsync(long tenant, long jobId, JobStatusService status, int maxDocuments)
+    {
+        var s = await status.GetAsync(tenant, jobId, CancellationToken.None)
+            ?? throw new InvalidOperationException($"job {jobId} of an Idempotency-Key record is gone");
+        var documents = await status.CreatedDocumentsAsync(jobId, maxDocuments, CancellationToken.None);
+        return new JsonCreated<CreatedJobResponse>(string.Create(CultureInfo.InvariantCulture, $"/jobs/{jobId}"), CreatedJobResponse.From(s, documents));
     }
 
     private static string Location(CreatedJob created) => string.Create(CultureInfo.InvariantCulture, $"/jobs/{created.JobId}");

@@ -25,6 +25,8 @@ public sealed partial class IdempotencyFilter(IdempotencyStore store, IOptions<J
 {
     public const string Header = "Idempotency-Key";
 
+    private const string ReplayedHeader = "Idempotent-Replayed";
+
     public async ValueTask<object?> InvokeAsync(EndpointFilterInvocationContext context, EndpointFilterDelegate next)
     {
         var http = context.HttpContext;
@@ -55,7 +57,7 @@ public sealed partial class IdempotencyFilter(IdempotencyStore store, IOptions<J
                     : TypedResults.Problem(statusCode: 422, title: "Unprocessable Content",
                         detail: "this Idempotency-Key was already used for a different request (method, path or body)");
         }
-        var scope = new IdempotencyScope();
+        var scope = new IdempotencyScope { Run = new IdempotencyRun(key, claim.Started), LandedJob = claim.JobId };
         http.Features.Set(scope);
         http.Request.Body = body;
         object? result;
@@ -79,8 +81,9 @@ public sealed partial class IdempotencyFilter(IdempotencyStore store, IOptions<J
             {
                 _ = SettleAsync(tenant, key, claim.Started, await FingerprintAsync(prefix, body), NoAnswerAsync(running.Landing));
             }
-            else if (ex is not CommitOutcomeUnknownException)
+            else if (ex is not CommitOutcomeUnknownException && scope.LandedJob is null)
             {
+                // A key whose job exists is never freed: the next retry is answered with that job again.
                 await store.ReleaseAsync(tenant, key, claim.Started, CancellationToken.None);
             }
             throw;
@@ -92,6 +95,11 @@ public sealed partial class IdempotencyFilter(IdempotencyStore store, IOptions<J
         }
         if (inner is IStatusCodeHttpResult { StatusCode: >= 200 and < 300 } status && inner is IValueHttpResult { Value: { } value })
         {
+            if (scope.LandedJob is not null)
+            {
+                // The job is the earlier request's: this answer stands for the one that request never gave.
+                http.Response.Headers[ReplayedHeader] = "true";
+            }
             var location = inner switch
             {
                 JsonCreated<CreatedJobResponse> c => c.Location,
@@ -104,7 +112,7 @@ public sealed partial class IdempotencyFilter(IdempotencyStore store, IOptions<J
         {
             await StoreAsync(tenant, key, claim.Started, await FingerprintAsync(prefix, body), committed);
         }
-        else
+        else if (scope.LandedJob is null)
         {
             await store.ReleaseAsync(tenant, key, claim.Started, CancellationToken.None);
         }
@@ -122,6 +130,15 @@ public sealed partial class IdempotencyFilter(IdempotencyStore store, IOptions<J
             scope.Outcome = new CommittedAnswer(statusCode, location, body);
         }
     }
+
+    /// <summary>The key's record a keyed write runs under (<see cref="PendingJob.Key"/>); null without a key.</summary>
+    public static IdempotencyRun? RunOf(HttpContext http) => http.Features.Get<IdempotencyScope>()?.Run;
+
+    /// <summary>
+    /// The job an earlier request with this key made and never answered for (<see cref="IdempotencyVerdict.Landed"/>):
+    /// the handler answers with it instead of making another; its answer is then stored for later retries.
+    /// </summary>
+    public static long? LandedJob(HttpContext http) => http.Features.Get<IdempotencyScope>()?.LandedJob;
 
     /// <summary>
     /// Called by a handler whose write was still running when it had to answer (<see cref="WriteStillRunningException"/>):
@@ -242,6 +259,10 @@ public sealed partial class IdempotencyFilter(IdempotencyStore store, IOptions<J
     /// <summary>Per request: what the handler committed, or the answer still to come, if it got that far.</summary>
     private sealed class IdempotencyScope
     {
+        public IdempotencyRun? Run { get; init; }
+
+        public long? LandedJob { get; init; }
+
         public CommittedAnswer? Outcome { get; set; }
 
         public Task<CommittedAnswer?>? Later { get; set; }
@@ -262,7 +283,7 @@ public sealed partial class IdempotencyFilter(IdempotencyStore store, IOptions<J
             {
                 response.Headers.Location = stored.Location;
             }
-            response.Headers["Idempotent-Replayed"] = "true";
+            response.Headers[ReplayedHeader] = "true";
             response.ContentType = "application/json; charset=utf-8";
             response.ContentLength = stored.Body.Length;
             await response.Body.WriteAsync(stored.Body, httpContext.RequestAborted);

@@ -17,9 +17,22 @@ public enum IdempotencyVerdict
 
     /// <summary>The key's request finished: compare fingerprints, then replay or 422.</summary>
     Completed,
+
+    /// <summary>
+    /// The key's request made its job (<see cref="IdempotencyClaim.JobId"/>) but has not stored an answer: it is still
+    /// answering, or it died after the commit. Answered with that job, never made again.
+    /// </summary>
+    Landed,
 }
 
-public sealed record IdempotencyClaim(IdempotencyVerdict Verdict, DateTime Started, byte[]? RequestHash, string? Method, string? Path, StoredResponse? Response);
+public sealed record IdempotencyClaim(IdempotencyVerdict Verdict, DateTime Started, byte[]? RequestHash, string? Method, string? Path, StoredResponse? Response)
+{
+    /// <summary>The job the key's running request made (<see cref="IdempotencyVerdict.Landed"/>).</summary>
+    public long? JobId { get; init; }
+}
+
+/// <summary>The record a keyed write runs under: its job is marked on it in the job's own transaction (<see cref="IdempotencySql.MarkJob"/>).</summary>
+public sealed record IdempotencyRun(string Key, DateTime Started);
 
 /// <summary>
 /// Idempotency-Key records (IETF draft-ietf-httpapi-idempotency-key-header), per tenant. Only 2xx answers are kept; an
@@ -66,6 +79,10 @@ public sealed class IdempotencyStore(MySqlDataSource db, TimeProvider clock)
             {
                 continue; // released between our insert and our read: try again
             }
+            if (row.State == 0 && row.JobId is { } job && row.Method == method && row.Path == args.Path)
+            {
+                return new IdempotencyClaim(IdempotencyVerdict.Landed, row.CreatedAt, null, row.Method, row.Path, null) { JobId = job };
+            }
             return row.State == 0
                 ? new IdempotencyClaim(IdempotencyVerdict.InFlight, row.CreatedAt, null, null, null, null)
                 : new IdempotencyClaim(IdempotencyVerdict.Completed, row.CreatedAt, row.RequestHash, row.Method, row.Path,
@@ -107,6 +124,8 @@ public sealed class IdempotencyStore(MySqlDataSource db, TimeProvider clock)
         public byte[] RequestHash { get; set; } = [];
 
         public int State { get; set; }
+
+        public long? JobId { get; set; }
 
         public int? StatusCode { get; set; }
 

@@ -17,6 +17,9 @@ public sealed record PendingJob(long TenantId, string Name, IReadOnlyList<string
 
     /// <summary>Bytes this job sends to the database, for the batch size cap.</summary>
     public long Bytes => Inline.Bytes;
+
+    /// <summary>The Idempotency-Key record this job is made under, if any: the job is marked on it in its own transaction.</summary>
+    public IdempotencyRun? Key { get; init; }
 }
 
 /// <summary>
@@ -96,6 +99,14 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
                     {
                         var (value, mode) = placed[p++];
                         results[i] = results[i] with { Value = value, Mode = mode, Blocked = f.Blocked != 0 };
+                    }
+                }
+                for (var i = 0; i < jobs.Count; i++)
+                {
+                    if (jobs[i].Key is { } key)
+                    {
+                        placement.BatchCommands.Add(BatchCommand.Of(IdempotencySql.MarkJob, ("@JobId", ids[i]), ("@TenantId", jobs[i].TenantId),
+                            ("@Key", key.Key), ("@Started", key.Started)));
                     }
                 }
                 if (placement.BatchCommands.Count > 0)

@@ -15,11 +15,12 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, TenantCac
     /// <summary>Documents up to this size are read into a pooled buffer and stored in one round trip with their items.</summary>
     public const int ProbeBytes = 256 * 1024;
 
-    public async Task<(PendingJob Job, CreatedJob Created)> CreateAsync(long tenantId, NewJob job, CancellationToken ct)
+    /// <param name="key">The Idempotency-Key record the request runs under, marked with the job in its transaction.</param>
+    public async Task<(PendingJob Job, CreatedJob Created)> CreateAsync(long tenantId, NewJob job, IdempotencyRun? key, CancellationToken ct)
     {
         var tasks = job.Tasks ?? (await tenants.GetAsync(tenantId, ct))?.DefaultTaskList
             ?? throw new InvalidOperationException($"tenant {tenantId} does not exist");
-        var pending = new PendingJob(tenantId, job.Name, tasks, job.Open, job.Documents);
+        var pending = new PendingJob(tenantId, job.Name, tasks, job.Open, job.Documents) { Key = key };
         CreatedJob result;
         try
         {

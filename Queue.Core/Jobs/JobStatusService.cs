@@ -30,6 +30,18 @@ public sealed class JobStatusService(MySqlDataSource db, TimeProvider clock, Ord
         return job is null ? null : await BuildAsync(conn, job, leases, lane, now, ct);
     }
 
+    /// <summary>
+    /// The documents a job was made with, as POST /jobs answered them, for a retry of the keyed request that made it
+    /// (at most <paramref name="max"/>, the inline limit; documents uploaded later to an open job are listed too).
+    /// </summary>
+    public async Task<IReadOnlyList<CreatedDocument>> CreatedDocumentsAsync(long jobId, int max, CancellationToken ct)
+    {
+        await using var conn = await db.OpenConnectionAsync(ct);
+        var rows = await conn.QueryAsync<(long Id, string Name, long Size, byte[] Sha256)>(new CommandDefinition(JobSql.FirstDocuments,
+            new { JobId = jobId, Max = max }, cancellationToken: ct));
+        return rows.Select(r => new CreatedDocument(r.Id, r.Name, r.Size, Convert.ToHexStringLower(r.Sha256))).ToList();
+    }
+
     /// <summary>Any tenant's job, for technicians.</summary>
     public async Task<JobStatus?> GetAnyTenantAsync(long jobId, CancellationToken ct)
     {

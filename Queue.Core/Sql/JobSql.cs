@@ -12,6 +12,11 @@ public static class JobSql
     /// <summary>The same for a group of uploads: its first document's row.</summary>
     public const string DocumentLanded = "SELECT id FROM documents WHERE id = @Id LOCK IN SHARE MODE";
 
+    /// <summary>A job's first documents, for the answer to a retry of the keyed POST /jobs that made it (ix_documents_job).</summary>
+    public const string FirstDocuments = """
+        SELECT id AS Id, name AS Name, size AS Size, sha256 AS Sha256 FROM documents WHERE job_id = @JobId ORDER BY id LIMIT @Max
+        """;
+
     public const string InsertJob = """
         INSERT INTO jobs (tenant_id, name, state, tasks, created_at, updated_at)
         VALUES (@TenantId, @Name, 0, @Tasks, @Now, @Now);

@@ -31,6 +31,40 @@ public sealed class IdempotencyTests(ApiFixture fx) : IClassFixture<ApiFixture>
         Assert.Equal(1, await fx.CountAsync("SELECT COUNT(*) FROM jobs WHERE name = 'nightly'"));
     }
 
+    [Theory]
+    [InlineData(0)] // a retry right after the process died
+    [InlineData(11)] // a retry past the 10-minute takeover of a key left running
+    public async Task A_key_whose_request_died_after_its_job_committed_is_answered_with_that_job_and_never_makes_a_second(int minutesLater)
+    {
+        var (tenant, key) = await fx.NewCustomerAsync();
+        var http = fx.Api.ClientWithKey(key);
+        var idem = $"died-{minutesLater}";
+        const string body = """{"name":"died","documents":[{"name":"a.txt","content":"aGVsbG8="},{"name":"b.txt","content":"d29ybGQ="}]}""";
+        var first = await http.SendAsync(Post("/jobs", body, idem));
+        Assert.Equal(HttpStatusCode.Created, first.StatusCode);
+        // What a process killed right after the job's COMMIT leaves: the key's record still running, no answer stored.
+        await using (var conn = await fx.DataSource.OpenConnectionAsync())
+        {
+            await Dapper.SqlMapper.ExecuteAsync(conn, """
+                UPDATE idempotency SET state = 0, status_code = NULL, location = NULL, response = NULL,
+                       created_at = created_at - INTERVAL @Minutes MINUTE
+                WHERE tenant_id = @Tenant AND idem_key = @Key
+                """, new { Minutes = minutesLater, Tenant = tenant.Id, Key = idem });
+        }
+
+        var retry = await http.SendAsync(Post("/jobs", body, idem));
+        var again = await http.SendAsync(Post("/jobs", body, idem));
+
+        Assert.Equal(HttpStatusCode.Created, retry.StatusCode);
+        Assert.Equal(first.Headers.Location, retry.Headers.Location);
+        var answer = await retry.BodyAsync();
+        Assert.Equal("died", answer.GetProperty("name").GetString());
+        Assert.Equal(["a.txt", "b.txt"], answer.GetProperty("created").EnumerateArray().Select(d => d.GetProperty("name").GetString()));
+        Assert.Equal(HttpStatusCode.Created, again.StatusCode);
+        Assert.Equal(first.Headers.Location, again.Headers.Location);
+        Assert.Equal(1, await fx.CountAsync("SELECT COUNT(*) FROM jobs WHERE tenant_id = @Id", new { tenant.Id }));
+    }
+
     [Fact]
     public async Task Ten_sends_of_one_key_three_of_them_at_once_make_one_job_and_another_tenant_may_use_the_same_key()
     {
