@@ -118,7 +118,7 @@ internal static class CreateJobEndpoint
     {
         var s = await status.GetAsync(tenant, jobId, CancellationToken.None)
             ?? throw new InvalidOperationException($"job {jobId} of an Idempotency-Key record is gone");
-        var documents = await status.CreatedDocumentsAsync(jobId, maxDocuments, CancellationToken.None);
+        var documents = await status.CreatedDocumentsAsync(jobId, 0, maxDocuments, CancellationToken.None);
         return new JsonCreated<CreatedJobResponse>(string.Create(CultureInfo.InvariantCulture, $"/jobs/{jobId}"), CreatedJobResponse.From(s, documents));
     }
 

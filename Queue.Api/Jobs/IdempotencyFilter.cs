@@ -57,7 +57,7 @@ public sealed partial class IdempotencyFilter(IdempotencyStore store, IOptions<J
                     : TypedResults.Problem(statusCode: 422, title: "Unprocessable Content",
                         detail: "this Idempotency-Key was already used for a different request (method, path or body)");
         }
-        var scope = new IdempotencyScope { Run = new IdempotencyRun(key, claim.Started), LandedJob = claim.JobId };
+        var scope = new IdempotencyScope { Run = new IdempotencyRun(key, claim.Started), LandedJob = claim.JobId, LandedDocuments = claim.Documents };
         http.Features.Set(scope);
         http.Request.Body = body;
         object? result;
@@ -139,6 +139,9 @@ public sealed partial class IdempotencyFilter(IdempotencyStore store, IOptions<J
     /// the handler answers with it instead of making another; its answer is then stored for later retries.
     /// </summary>
     public static long? LandedJob(HttpContext http) => http.Features.Get<IdempotencyScope>()?.LandedJob;
+
+    /// <summary>The same for an upload: the first document it stored and how many.</summary>
+    public static (long First, int Count)? LandedUpload(HttpContext http) => http.Features.Get<IdempotencyScope>()?.LandedDocuments;
 
     /// <summary>
     /// Called by a handler whose write was still running when it had to answer (<see cref="WriteStillRunningException"/>):
@@ -262,6 +265,8 @@ public sealed partial class IdempotencyFilter(IdempotencyStore store, IOptions<J
         public IdempotencyRun? Run { get; init; }
 
         public long? LandedJob { get; init; }
+
+        public (long First, int Count)? LandedDocuments { get; init; }
 
         public CommittedAnswer? Outcome { get; set; }
 

@@ -59,8 +59,13 @@ public static class JobsApi
             invocation.HttpContext.RequestServices.GetRequiredService<IdempotencyFilter>().InvokeAsync(invocation, next));
 
     private static async Task<Results<JsonCreated<UploadResponse>, ValidationProblem, ProblemHttpResult>> UploadAsync(
-        long id, HttpContext http, ClaimsPrincipal user, [FromQuery] string? name, JobService jobs, IOptions<ApiLimitsOptions> limits, CancellationToken ct)
+        long id, HttpContext http, ClaimsPrincipal user, [FromQuery] string? name, JobService jobs, JobStatusService status,
+        IOptions<ApiLimitsOptions> limits, CancellationToken ct)
     {
+        if (IdempotencyFilter.LandedUpload(http) is { } landed)
+        {
+            return await LandedUploadAsync(user.TenantId(), id, landed, status);
+        }
         var body = RequestLimit.Body(http, limits.Value.MaxRequestBytes);
         IAsyncEnumerable<IncomingDocument> documents;
         var contentType = http.Request.ContentType;
@@ -92,7 +97,7 @@ public static class JobsApi
         (Outcome Outcome, UploadResult? Result) written;
         try
         {
-            written = await jobs.UploadAsync(user.TenantId(), id, documents, limits.Value.MaxDocumentBytes, ct);
+            written = await jobs.UploadAsync(user.TenantId(), id, documents, limits.Value.MaxDocumentBytes, IdempotencyFilter.RunOf(http), ct);
         }
         catch (WriteStillRunningException running)
         {
@@ -110,6 +115,23 @@ public static class JobsApi
         var response = new UploadResponse(result.Documents, result.ItemsAdded);
         IdempotencyFilter.Committed(http, StatusCodes.Status201Created, location, response);
         return new JsonCreated<UploadResponse>(location, response);
+    }
+
+    /// <summary>
+    /// A retry of a keyed upload whose documents committed and whose request never answered: those documents (one
+    /// upload's are consecutive among its job's, uploads holding the job's row lock), as the upload would have answered.
+    /// </summary>
+    private static async Task<Results<JsonCreated<UploadResponse>, ValidationProblem, ProblemHttpResult>> LandedUploadAsync(
+        long tenant, long jobId, (long First, int Count) landed, JobStatusService status)
+    {
+        var job = await status.GetAsync(tenant, jobId, CancellationToken.None);
+        if (job is null)
+        {
+            return Problems.NotFound($"job {jobId}");
+        }
+        var documents = await status.CreatedDocumentsAsync(jobId, landed.First, landed.Count, CancellationToken.None);
+        var location = string.Create(CultureInfo.InvariantCulture, $"/jobs/{jobId}/documents/{landed.First}");
+        return new JsonCreated<UploadResponse>(location, new UploadResponse(documents, (long)documents.Count * job.Tasks.Count));
     }
 
     private static async Task<Results<Ok<JobStatus>, ProblemHttpResult>> GetAsync(long id, ClaimsPrincipal user, JobStatusService status, CancellationToken ct) =>

@@ -27,8 +27,11 @@ public enum IdempotencyVerdict
 
 public sealed record IdempotencyClaim(IdempotencyVerdict Verdict, DateTime Started, byte[]? RequestHash, string? Method, string? Path, StoredResponse? Response)
 {
-    /// <summary>The job the key's running request made (<see cref="IdempotencyVerdict.Landed"/>).</summary>
+    /// <summary>The job the key's running request made or uploaded to (<see cref="IdempotencyVerdict.Landed"/>).</summary>
     public long? JobId { get; init; }
+
+    /// <summary>For an upload: its first document and how many it stored (null for a POST /jobs).</summary>
+    public (long First, int Count)? Documents { get; init; }
 }
 
 /// <summary>The record a keyed write runs under: its job is marked on it in the job's own transaction (<see cref="IdempotencySql.MarkJob"/>).</summary>
@@ -81,7 +84,11 @@ public sealed class IdempotencyStore(MySqlDataSource db, TimeProvider clock)
             }
             if (row.State == 0 && row.JobId is { } job && row.Method == method && row.Path == args.Path)
             {
-                return new IdempotencyClaim(IdempotencyVerdict.Landed, row.CreatedAt, null, row.Method, row.Path, null) { JobId = job };
+                return new IdempotencyClaim(IdempotencyVerdict.Landed, row.CreatedAt, null, row.Method, row.Path, null)
+                {
+                    JobId = job,
+                    Documents = row.DocumentId is { } first ? (first, row.Documents ?? 1) : null,
+                };
             }
             return row.State == 0
                 ? new IdempotencyClaim(IdempotencyVerdict.InFlight, row.CreatedAt, null, null, null, null)
@@ -126,6 +133,10 @@ public sealed class IdempotencyStore(MySqlDataSource db, TimeProvider clock)
         public int State { get; set; }
 
         public long? JobId { get; set; }
+
+        public long? DocumentId { get; set; }
+
+        public int? Documents { get; set; }
 
         public int? StatusCode { get; set; }
 

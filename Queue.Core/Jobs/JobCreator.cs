@@ -105,8 +105,7 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
                 {
                     if (jobs[i].Key is { } key)
                     {
-                        placement.BatchCommands.Add(BatchCommand.Of(IdempotencySql.MarkJob, ("@JobId", ids[i]), ("@TenantId", jobs[i].TenantId),
-                            ("@Key", key.Key), ("@Started", key.Started)));
+                        placement.BatchCommands.Add(IdempotencyMarks.Job(jobs[i].TenantId, ids[i], key));
                     }
                 }
                 if (placement.BatchCommands.Count > 0)

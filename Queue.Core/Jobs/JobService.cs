@@ -47,7 +47,7 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, TenantCac
     /// and written with the other small uploads of the moment in one grouped transaction (<see cref="UploadBatcher"/>).
     /// </summary>
     public async Task<(Outcome Outcome, UploadResult? Result)> UploadAsync(
-        long tenantId, long jobId, IAsyncEnumerable<IncomingDocument> documents, long maxDocumentBytes, CancellationToken ct)
+        long tenantId, long jobId, IAsyncEnumerable<IncomingDocument> documents, long maxDocumentBytes, IdempotencyRun? key, CancellationToken ct)
     {
         if (!openJobs.TryGet(jobId, out var owner, out var tasks))
         {
@@ -92,7 +92,7 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, TenantCac
                     bufferedBytes += filled;
                     continue;
                 }
-                return await large.UploadAsync(new LargeUpload(tenantId, jobId, tasks, buffered, doc, metered, probe.AsMemory(0, filled), e, maxDocumentBytes), ct);
+                return await large.UploadAsync(new LargeUpload(tenantId, jobId, tasks, buffered, doc, metered, probe.AsMemory(0, filled), e, maxDocumentBytes) { Key = key }, ct);
             }
             finally
             {
@@ -103,7 +103,7 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, TenantCac
         {
             throw new ValidationException(new Dictionary<string, string[]> { ["documents"] = ["the request holds no document"] });
         }
-        var result = await uploads.UploadAsync(new SmallUpload(tenantId, jobId, tasks, buffered), ct);
+        var result = await uploads.UploadAsync(new SmallUpload(tenantId, jobId, tasks, buffered) { Key = key }, ct);
         if (result.Outcome == Outcome.Ok)
         {
             work.Notify(); // wake this process's long-polling workers at once (docs/DESIGN.md "Claims", long-poll)

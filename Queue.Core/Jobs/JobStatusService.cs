@@ -31,14 +31,14 @@ public sealed class JobStatusService(MySqlDataSource db, TimeProvider clock, Ord
     }
 
     /// <summary>
-    /// The documents a job was made with, as POST /jobs answered them, for a retry of the keyed request that made it
-    /// (at most <paramref name="max"/>, the inline limit; documents uploaded later to an open job are listed too).
+    /// Up to <paramref name="max"/> of a job's documents from <paramref name="from"/> on, as POST /jobs or an upload
+    /// answered them, for a retry of the keyed request that stored them.
     /// </summary>
-    public async Task<IReadOnlyList<CreatedDocument>> CreatedDocumentsAsync(long jobId, int max, CancellationToken ct)
+    public async Task<IReadOnlyList<CreatedDocument>> CreatedDocumentsAsync(long jobId, long from, int max, CancellationToken ct)
     {
         await using var conn = await db.OpenConnectionAsync(ct);
         var rows = await conn.QueryAsync<(long Id, string Name, long Size, byte[] Sha256)>(new CommandDefinition(JobSql.FirstDocuments,
-            new { JobId = jobId, Max = max }, cancellationToken: ct));
+            new { JobId = jobId, From = from, Max = max }, cancellationToken: ct));
         return rows.Select(r => new CreatedDocument(r.Id, r.Name, r.Size, Convert.ToHexStringLower(r.Sha256))).ToList();
     }
 

@@ -13,7 +13,11 @@ namespace Queue.Core.Jobs;
 /// hand (<see cref="First"/>, <see cref="Head"/>), and every later one (<see cref="Rest"/>).
 /// </summary>
 public sealed record LargeUpload(long TenantId, long JobId, IReadOnlyList<string> Tasks, IReadOnlyList<BufferedDocument> Buffered,
-    IncomingDocument First, MeteredStream FirstMetered, ReadOnlyMemory<byte> Head, IAsyncEnumerator<IncomingDocument> Rest, long MaxDocumentBytes);
+    IncomingDocument First, MeteredStream FirstMetered, ReadOnlyMemory<byte> Head, IAsyncEnumerator<IncomingDocument> Rest, long MaxDocumentBytes)
+{
+    /// <summary>The Idempotency-Key record this upload runs under, if any: its documents are marked on it in its transaction.</summary>
+    public IdempotencyRun? Key { get; init; }
+}
 
 /// <summary>
 /// Uploads too large to group. Every document is first spooled to a temporary file at the client's pace, with no
@@ -124,6 +128,12 @@ public sealed class LargeUploads(MySqlDataSource db, TimeProvider clock, Orderin
             return (Outcome.Conflict, null);
         }
         await lanes.PlaceAsync(conn, tx, upload.JobId, upload.Tasks, ct);
+        if (upload.Key is { } key)
+        {
+            await using var mark = new MySqlBatch(conn, tx);
+            mark.BatchCommands.Add(IdempotencyMarks.Upload(upload.TenantId, upload.JobId, key, created));
+            await mark.ExecuteNonQueryAsync(ct);
+        }
         // Every byte is in: a client leaving now must not make the commit's outcome unknowable to its Idempotency-Key,
         // and a COMMIT that gets no answer is checked (CommitCheck) rather than reported as not done.
         await CommitCheck.CommitAsync(tx, db, session, JobSql.DocumentLanded, new { created[0].Id });

@@ -19,6 +19,9 @@ public sealed record SmallUpload(long TenantId, long JobId, IReadOnlyList<string
 
     /// <summary>Bytes this upload sends to the database, for the group's size cap (read under the batcher's lock).</summary>
     public long Bytes { get; } = Documents.Sum(d => (long)d.Content.Length + d.Name.Length + 64);
+
+    /// <summary>The Idempotency-Key record this upload runs under, if any: its documents are marked on it in its transaction.</summary>
+    public IdempotencyRun? Key { get; init; }
 }
 
 /// <summary>
@@ -72,6 +75,13 @@ public sealed partial class UploadBatcher
                 var facts = await InsertAsync(conn, tx, uploads, accepted, jobs, placed, results, now, c);
                 await using var placement = new MySqlBatch(conn, tx);
                 lanes.AddPlacements(placement, [.. jobs.Select((job, j) => new JobPlacement(job.JobId, job.Tasks, facts[j]))], now);
+                foreach (var i in accepted)
+                {
+                    if (uploads[i].Key is { } key)
+                    {
+                        placement.BatchCommands.Add(IdempotencyMarks.Upload(uploads[i].TenantId, uploads[i].JobId, key, results[i].Item2!.Documents));
+                    }
+                }
                 if (placement.BatchCommands.Count > 0)
                 {
                     await placement.ExecuteNonQueryAsync(c);

@@ -10,14 +10,15 @@ public static class IdempotencySql
         """;
 
     public const string Find = """
-        SELECT method AS Method, path AS Path, request_hash AS RequestHash, state AS State, job_id AS JobId, status_code AS StatusCode,
+        SELECT method AS Method, path AS Path, request_hash AS RequestHash, state AS State, job_id AS JobId, document_id AS DocumentId,
+               documents AS Documents, status_code AS StatusCode,
                location AS Location, response AS Response, created_at AS CreatedAt, expires_at AS ExpiresAt
         FROM idempotency WHERE tenant_id = @TenantId AND idem_key = @Key
         """;
 
     /// <summary>Re-uses a record that expired, or whose request died without an answer (its process crashed).</summary>
     public const string TakeOver = """
-        UPDATE idempotency SET method = @Method, path = @Path, request_hash = @RequestHash, state = 0, job_id = NULL, status_code = NULL,
+        UPDATE idempotency SET method = @Method, path = @Path, request_hash = @RequestHash, state = 0, job_id = NULL, document_id = NULL, documents = NULL, status_code = NULL,
                location = NULL, response = NULL, created_at = @Now, expires_at = @ExpiresAt
         WHERE tenant_id = @TenantId AND idem_key = @Key AND (expires_at <= @Now OR (state = 0 AND created_at < @StaleBefore AND job_id IS NULL))
         """;
@@ -28,6 +29,12 @@ public static class IdempotencySql
     /// </summary>
     public const string MarkJob = """
         UPDATE idempotency SET job_id = @JobId WHERE tenant_id = @TenantId AND idem_key = @Key AND created_at = @Started AND state = 0
+        """;
+
+    /// <summary>The same for a keyed upload, in its own transaction: its job, its first document and how many it stored (PRIMARY).</summary>
+    public const string MarkUpload = """
+        UPDATE idempotency SET job_id = @JobId, document_id = @DocumentId, documents = @Documents
+        WHERE tenant_id = @TenantId AND idem_key = @Key AND created_at = @Started AND state = 0
         """;
 
     /// <summary>Stores a 2xx answer for replay. created_at identifies the run that owns the record.</summary>

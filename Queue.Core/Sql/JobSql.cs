@@ -12,9 +12,9 @@ public static class JobSql
     /// <summary>The same for a group of uploads: its first document's row.</summary>
     public const string DocumentLanded = "SELECT id FROM documents WHERE id = @Id LOCK IN SHARE MODE";
 
-    /// <summary>A job's first documents, for the answer to a retry of the keyed POST /jobs that made it (ix_documents_job).</summary>
+    /// <summary>A job's documents from one on, for the answer to a retry of the keyed POST /jobs or upload that made them (ix_documents_job).</summary>
     public const string FirstDocuments = """
-        SELECT id AS Id, name AS Name, size AS Size, sha256 AS Sha256 FROM documents WHERE job_id = @JobId ORDER BY id LIMIT @Max
+        SELECT id AS Id, name AS Name, size AS Size, sha256 AS Sha256 FROM documents WHERE job_id = @JobId AND id >= @From ORDER BY id LIMIT @Max
         """;
 
     public const string InsertJob = """

@@ -65,6 +65,46 @@ public sealed class IdempotencyTests(ApiFixture fx) : IClassFixture<ApiFixture>
         Assert.Equal(1, await fx.CountAsync("SELECT COUNT(*) FROM jobs WHERE tenant_id = @Id", new { tenant.Id }));
     }
 
+    [Theory]
+    [InlineData(0, 5)] // grouped with the other small uploads of the moment
+    [InlineData(11, 300 * 1024)] // past the grouped size: spooled, a transaction of its own; retried past the takeover
+    public async Task A_keyed_upload_whose_request_died_after_it_committed_is_answered_with_its_documents_and_never_stored_twice(int minutesLater, int size)
+    {
+        var (tenant, key) = await fx.NewCustomerAsync();
+        var http = fx.Api.ClientWithKey(key);
+        var job = await http.OpenJobAsync(["text", "ocr"]);
+        var idem = $"upload-died-{minutesLater}";
+        var bytes = new byte[size];
+        HttpRequestMessage Upload()
+        {
+            var content = new ByteArrayContent(bytes);
+            content.Headers.ContentType = new("application/octet-stream");
+            var m = new HttpRequestMessage(HttpMethod.Post, U($"/jobs/{job}/documents?name=scan.bin")) { Content = content };
+            m.Headers.TryAddWithoutValidation("Idempotency-Key", idem);
+            return m;
+        }
+        var first = await http.SendAsync(Upload());
+        Assert.Equal(HttpStatusCode.Created, first.StatusCode);
+        await using (var conn = await fx.DataSource.OpenConnectionAsync())
+        {
+            await Dapper.SqlMapper.ExecuteAsync(conn, """
+                UPDATE idempotency SET state = 0, status_code = NULL, location = NULL, response = NULL,
+                       created_at = created_at - INTERVAL @Minutes MINUTE
+                WHERE tenant_id = @Tenant AND idem_key = @Key
+                """, new { Minutes = minutesLater, Tenant = tenant.Id, Key = idem });
+        }
+
+        var retry = await http.SendAsync(Upload());
+
+        Assert.Equal(HttpStatusCode.Created, retry.StatusCode);
+        Assert.Equal(first.Headers.Location, retry.Headers.Location);
+        var answer = await retry.BodyAsync();
+        Assert.Equal(2, answer.GetProperty("itemsAdded").GetInt64());
+        Assert.Equal("scan.bin", Assert.Single(answer.GetProperty("documents").EnumerateArray()).GetProperty("name").GetString());
+        Assert.Equal(1, await fx.CountAsync("SELECT COUNT(*) FROM documents WHERE job_id = @job", new { job }));
+        Assert.Equal(2, await fx.CountAsync("SELECT COUNT(*) FROM items WHERE job_id = @job", new { job }));
+    }
+
     [Fact]
     public async Task Ten_sends_of_one_key_three_of_them_at_once_make_one_job_and_another_tenant_may_use_the_same_key()
     {
