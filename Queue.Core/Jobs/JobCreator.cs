@@ -67,8 +67,9 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
             var ahead = await QueuePosition.OfNewJobsAsync(conn, placed, clock.GetUtcNow().UtcDateTime, ct);
             return results.Select(r => ahead.TryGetValue(r.JobId, out var a) ? r with { Ahead = a } : r).ToArray();
         }
-        catch (MySqlException)
+        catch (Exception ex) when (ex is MySqlException or IOException or InvalidOperationException or System.Net.Sockets.SocketException)
         {
+            // A connection reset here is not the jobs' failure: they committed, and each status reads its own position.
             return results;
         }
     }

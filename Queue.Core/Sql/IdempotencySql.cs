@@ -45,8 +45,13 @@ public static class IdempotencySql
         """;
 
     /// <summary>An error is not stored: the key is freed so that a corrected retry may use it.</summary>
+    /// <summary>
+    /// Frees a key whose request failed, unless its write landed (<see cref="MarkJob"/>, <see cref="MarkUpload"/>): an
+    /// error after the commit (a status or position read on a reset connection) then leaves the key to answer with what
+    /// was made. `soak --faults` made a job twice that way: the key was freed and the retry ran afresh.
+    /// </summary>
     public const string Release = """
-        DELETE FROM idempotency WHERE tenant_id = @TenantId AND idem_key = @Key AND state = 0 AND created_at = @Started
+        DELETE FROM idempotency WHERE tenant_id = @TenantId AND idem_key = @Key AND state = 0 AND created_at = @Started AND job_id IS NULL
         """;
 
     /// <summary>For the Scheduler's cleanup job: expired records, a bounded batch at a time.</summary>

@@ -65,6 +65,33 @@ public sealed class IdempotencyTests(ApiFixture fx) : IClassFixture<ApiFixture>
         Assert.Equal(1, await fx.CountAsync("SELECT COUNT(*) FROM jobs WHERE tenant_id = @Id", new { tenant.Id }));
     }
 
+    [Fact]
+    public async Task A_failure_after_the_job_committed_never_frees_its_key_so_the_retry_gets_that_job()
+    {
+        var (tenant, key) = await fx.NewCustomerAsync();
+        var http = fx.Api.ClientWithKey(key);
+        const string body = """{"name":"freed","documents":[{"name":"a.txt","content":"aGVsbG8="}]}""";
+        var first = await http.SendAsync(Post("/jobs", body, "freed-1"));
+        Assert.Equal(HttpStatusCode.Created, first.StatusCode);
+        // The request failing after its commit (a reset connection while it read its position), as the filter then
+        // frees the key of a failed request: the record must stay, since the job exists.
+        var store = new Queue.Core.Jobs.IdempotencyStore(fx.DataSource, TimeProvider.System);
+        DateTime started;
+        await using (var conn = await fx.DataSource.OpenConnectionAsync())
+        {
+            await Dapper.SqlMapper.ExecuteAsync(conn, "UPDATE idempotency SET state = 0 WHERE tenant_id = @Tenant AND idem_key = 'freed-1'", new { Tenant = tenant.Id });
+            started = await Dapper.SqlMapper.ExecuteScalarAsync<DateTime>(conn, "SELECT created_at FROM idempotency WHERE tenant_id = @Tenant AND idem_key = 'freed-1'",
+                new { Tenant = tenant.Id });
+        }
+        await store.ReleaseAsync(tenant.Id, "freed-1", started, default);
+
+        var retry = await http.SendAsync(Post("/jobs", body, "freed-1"));
+
+        Assert.Equal(HttpStatusCode.Created, retry.StatusCode);
+        Assert.Equal(first.Headers.Location, retry.Headers.Location);
+        Assert.Equal(1, await fx.CountAsync("SELECT COUNT(*) FROM jobs WHERE tenant_id = @Id", new { tenant.Id }));
+    }
+
     [Theory]
     [InlineData(0, 5)] // grouped with the other small uploads of the moment
     [InlineData(11, 300 * 1024)] // past the grouped size: spooled, a transaction of its own; retried past the takeover
