@@ -42,15 +42,7 @@ public sealed class IdempotencyTests(ApiFixture fx) : IClassFixture<ApiFixture>
         const string body = """{"name":"died","documents":[{"name":"a.txt","content":"aGVsbG8="},{"name":"b.txt","content":"d29ybGQ="}]}""";
         var first = await http.SendAsync(Post("/jobs", body, idem));
         Assert.Equal(HttpStatusCode.Created, first.StatusCode);
-        // What a process killed right after the job's COMMIT leaves: the key's record still running, no answer stored.
-        await using (var conn = await fx.DataSource.OpenConnectionAsync())
-        {
-            await Dapper.SqlMapper.ExecuteAsync(conn, """
-                UPDATE idempotency SET state = 0, status_code = NULL, location = NULL, response = NULL,
-                       created_at = created_at - INTERVAL @Minutes MINUTE
-                WHERE tenant_id = @Tenant AND idem_key = @Key
-                """, new { Minutes = minutesLater, Tenant = tenant.Id, Key = idem });
-        }
+        await DiedAfterCommitAsync(tenant.Id, idem, minutesLater);
 
         var retry = await http.SendAsync(Post("/jobs", body, idem));
         var again = await http.SendAsync(Post("/jobs", body, idem));
@@ -112,14 +104,7 @@ public sealed class IdempotencyTests(ApiFixture fx) : IClassFixture<ApiFixture>
         }
         var first = await http.SendAsync(Upload());
         Assert.Equal(HttpStatusCode.Created, first.StatusCode);
-        await using (var conn = await fx.DataSource.OpenConnectionAsync())
-        {
-            await Dapper.SqlMapper.ExecuteAsync(conn, """
-                UPDATE idempotency SET state = 0, status_code = NULL, location = NULL, response = NULL,
-                       created_at = created_at - INTERVAL @Minutes MINUTE
-                WHERE tenant_id = @Tenant AND idem_key = @Key
-                """, new { Minutes = minutesLater, Tenant = tenant.Id, Key = idem });
-        }
+        await DiedAfterCommitAsync(tenant.Id, idem, minutesLater);
 
         var retry = await http.SendAsync(Upload());
 
@@ -212,5 +197,19 @@ public sealed class IdempotencyTests(ApiFixture fx) : IClassFixture<ApiFixture>
         var (_, key) = await fx.NewCustomerAsync();
         await AssertProblemAsync(await fx.Api.ClientWithKey(key).SendAsync(Post("/jobs", """{"name":"x"}""", new string('k', 256))),
             HttpStatusCode.BadRequest, "Idempotency-Key");
+    }
+
+    /// <summary>
+    /// What a process killed right after a keyed write's COMMIT leaves: the key's record still running with no answer
+    /// stored, started <paramref name="minutesAgo"/> minutes ago (past 10, the takeover time).
+    /// </summary>
+    private async Task DiedAfterCommitAsync(long tenant, string key, int minutesAgo)
+    {
+        await using var conn = await fx.DataSource.OpenConnectionAsync();
+        await Dapper.SqlMapper.ExecuteAsync(conn, """
+            UPDATE idempotency SET state = 0, status_code = NULL, location = NULL, response = NULL,
+                   created_at = created_at - INTERVAL @Minutes MINUTE
+            WHERE tenant_id = @Tenant AND idem_key = @Key
+            """, new { Minutes = minutesAgo, Tenant = tenant, Key = key });
     }
 }
