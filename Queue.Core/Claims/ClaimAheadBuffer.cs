@@ -234,17 +234,15 @@ internal sealed class ClaimAheadBuffer(IReadOnlyList<string> tasks)
     private const int RateBucketMilliseconds = 250;
 
     private long bucket;
-    private int thisBucket;
-    private int lastBucket;
-    private int askedThisBucket;
-    private int askedLastBucket;
+
+    /// <summary>This quarter second's and the last one's /next calls, and the items they asked for.</summary>
+    private (int Calls, int Asked) thisBucket, lastBucket;
 
     /// <summary>Counts a /next of this filter asking for <paramref name="max"/> items, per quarter second of the clock.</summary>
     public void Called(DateTimeOffset now, int max)
     {
         Roll(now);
-        thisBucket++;
-        askedThisBucket += max;
+        thisBucket = (thisBucket.Calls + 1, thisBucket.Asked + max);
         LastUsed = now;
     }
 
@@ -257,14 +255,14 @@ internal sealed class ClaimAheadBuffer(IReadOnlyList<string> tasks)
     public bool Busy(DateTimeOffset now, ClaimOptions o)
     {
         Roll(now);
-        return Kept && Math.Max(thisBucket, lastBucket) * (1000 / RateBucketMilliseconds) >= o.PrefetchAboveCallsPerSecond;
+        return Kept && Math.Max(thisBucket.Calls, lastBucket.Calls) * (1000 / RateBucketMilliseconds) >= o.PrefetchAboveCallsPerSecond;
     }
 
     /// <summary>Items asked for per second by this filter's /next calls, from the last quarter second or this one.</summary>
     public int AskedPerSecond(DateTimeOffset now)
     {
         Roll(now);
-        return Math.Max(askedThisBucket, askedLastBucket) * (1000 / RateBucketMilliseconds);
+        return Math.Max(thisBucket.Asked, lastBucket.Asked) * (1000 / RateBucketMilliseconds);
     }
 
     private void Roll(DateTimeOffset now)
@@ -272,10 +270,8 @@ internal sealed class ClaimAheadBuffer(IReadOnlyList<string> tasks)
         var current = now.ToUnixTimeMilliseconds() / RateBucketMilliseconds;
         if (current != bucket)
         {
-            lastBucket = current == bucket + 1 ? thisBucket : 0;
-            askedLastBucket = current == bucket + 1 ? askedThisBucket : 0;
-            thisBucket = 0;
-            askedThisBucket = 0;
+            lastBucket = current == bucket + 1 ? thisBucket : default;
+            thisBucket = default;
             bucket = current;
         }
     }
