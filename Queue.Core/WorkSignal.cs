@@ -11,6 +11,7 @@ public sealed class WorkSignal
     private TaskCompletionSource current = New();
     private int waiters;
     private long generation;
+    private long local;
 
     /// <summary>Completes at the next <see cref="Notify"/>. Take it before looking for work, then wait on it, so a
     /// notification between the look and the wait is never missed.</summary>
@@ -25,9 +26,26 @@ public sealed class WorkSignal
     /// </summary>
     public long Generation => Interlocked.Read(ref generation);
 
+    /// <summary>
+    /// Counts this process's own submissions (<see cref="Notify"/> and <see cref="NotifyHeld"/>): the wake loop signals
+    /// for new items it sees only when none came from here since its last look.
+    /// </summary>
+    public long Local => Interlocked.Read(ref local);
+
     public void Notify()
     {
+        Interlocked.Increment(ref local);
         Interlocked.Increment(ref generation);
+        Wake();
+    }
+
+    /// <summary>
+    /// New work that this process's claim-ahead buffer already holds (docs/DESIGN.md "New work straight into the
+    /// buffer"): wakes the workers, without sending the buffer to a claim transaction that would find nothing new.
+    /// </summary>
+    public void NotifyHeld()
+    {
+        Interlocked.Increment(ref local);
         Wake();
     }
 

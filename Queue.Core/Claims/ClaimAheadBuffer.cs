@@ -95,6 +95,18 @@ internal sealed class ClaimAheadBuffer(IReadOnlyList<string> tasks)
         return given;
     }
 
+    /// <summary>Whether a job with <paramref name="tasks"/> is this filter's work: an empty filter takes every task.</summary>
+    public bool Covers(IReadOnlyList<string> tasks) => Tasks.Count == 0 || tasks.All(t => Tasks.Contains(t, StringComparer.Ordinal));
+
+    /// <summary>
+    /// The tenant has items held here, or the last claim saw it with work in the database: a new job of its own may
+    /// not come before those in its tenant's order, so it is created claimable and taken by a claim.
+    /// </summary>
+    public bool HasWorkOf(long tenant) => Waiting.Contains(tenant) || (byTenant.TryGetValue(tenant, out var queue) && queue.Count > 0);
+
+    /// <summary>The tenants with items held here (other than technicians' overrides).</summary>
+    public List<long> HeldTenants() => byTenant.Where(t => t.Value.Count > 0).Select(t => t.Key).ToList();
+
     /// <summary>Moves the items past their freshness to <see cref="Stale"/>. Cheap while none is: the earliest time is kept.</summary>
     public void DropStale(DateTime now)
     {

@@ -70,6 +70,34 @@ internal sealed class ClaimAheadFilters
         return stale;
     }
 
+    /// <summary>
+    /// The busy filter that takes a new job of <paramref name="tenant"/> straight into its buffer (the busiest, if
+    /// several cover its tasks), or null: none is claiming ahead now, the tenant already has work in one, or the job
+    /// would overfill it (<see cref="Jobs.INewWorkIntake"/>).
+    /// </summary>
+    public string? Intake(long tenant, IReadOnlyList<string> tasks, int items, DateTimeOffset at, ClaimOptions o)
+    {
+        string? best = null;
+        var bestRate = 0;
+        foreach (var (key, ahead) in map)
+        {
+            if (ahead.Target == 0 || !ahead.Busy(at, o) || !ahead.Covers(tasks) || ahead.Count + items > 2 * o.Prefetch)
+            {
+                continue;
+            }
+            if (ahead.HasWorkOf(tenant))
+            {
+                return null;
+            }
+            var rate = ahead.AskedPerSecond(at);
+            if (best is null || rate > bestRate)
+            {
+                (best, bestRate) = (key, rate);
+            }
+        }
+        return best;
+    }
+
     /// <summary>Everything held and everything stale, taken out of every buffer: the shutdown's give-back.</summary>
     public List<TakenItem> TakeAll()
     {

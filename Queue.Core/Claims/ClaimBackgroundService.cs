@@ -47,12 +47,12 @@ public sealed partial class ClaimBackgroundService(IServiceProvider services, Wo
     private Task WakeLoopAsync(CancellationToken ct)
     {
         var newest = -1L;
-        var generation = -1L;
+        var local = -1L;
         return PeriodicLoop.RunAsync(TimeSpan.FromMilliseconds(options.Value.WakeMilliseconds), async c =>
         {
             if (signal.Waiters > 0 || dispatcher.Buffered > 0)
             {
-                var before = signal.Generation;
+                var before = signal.Local;
                 await using var conn = await db.OpenConnectionAsync(c);
                 var now = await conn.ExecuteScalarAsync<long>(new CommandDefinition(ClaimSql.NewestItem, cancellationToken: c));
                 if (now != newest && newest >= 0)
@@ -61,9 +61,11 @@ public sealed partial class ClaimBackgroundService(IServiceProvider services, Wo
                     // its own, and a second signal would send the buffer to a second transaction for nothing (it did,
                     // once per small job, 40 ms each under a flood). Workers are still woken. Another process's items
                     // that landed in the same interval are then seen by the buffer's next refill, within its runway.
-                    if (before == generation)
+                    if (before == local)
                     {
                         signal.Notify();
+                        // Its own signal is not a submission of this process: the next look must not take it for one.
+                        before = signal.Local;
                     }
                     else
                     {
@@ -71,7 +73,7 @@ public sealed partial class ClaimBackgroundService(IServiceProvider services, Wo
                     }
                 }
                 newest = now;
-                generation = before;
+                local = before;
             }
         }, ex => LogBackgroundFailed(logger, ex, "wake"), ct);
     }

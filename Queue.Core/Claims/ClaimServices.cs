@@ -1,6 +1,7 @@
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.DependencyInjection.Extensions;
 using Queue.Core.Hosting;
+using Queue.Core.Jobs;
 
 namespace Queue.Core.Claims;
 
@@ -23,6 +24,8 @@ public static class ClaimServices
         services.TryAddSingleton<HandoutLog>();
         services.TryAddSingleton<ClaimEpoch>();
         services.TryAddSingleton<ClaimDispatcher>();
+        // New jobs' items go straight to this process's busy claim-ahead buffers (replacing the hosts' default).
+        services.Replace(ServiceDescriptor.Singleton<INewWorkIntake>(sp => sp.GetRequiredService<ClaimDispatcher>()));
         services.TryAddSingleton<CompletionBatcher>();
         services.AddHostedService<ClaimBackgroundService>();
         return services;

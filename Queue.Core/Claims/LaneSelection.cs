@@ -45,6 +45,15 @@ public interface ILaneSelector
 
     /// <summary>Whether the policy takes turns between tenants: the claim-ahead buffer then keeps one sub-buffer per tenant.</summary>
     bool TakesTurns { get; }
+
+    /// <summary>
+    /// These tenants have work now that no claim saw: a new job's items handed straight to the claim-ahead buffer
+    /// (docs/DESIGN.md "New work straight into the buffer"), beside the tenants already held there. A fair policy lifts
+    /// one that idled, as a claim that saw its work would, so that it banks no credit.
+    /// </summary>
+    void Backlogged(IReadOnlyCollection<long> tenants)
+    {
+    }
 }
 
 /// <summary>docs/CONTRACT.md's order: lowest value first, ties to the older job; straight off the ordering indexes.</summary>

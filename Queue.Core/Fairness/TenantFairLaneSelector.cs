@@ -94,6 +94,8 @@ public sealed class TenantFairLaneSelector(FairShare fair, TimeProvider clock) :
 
     public bool TakesTurns => true;
 
+    public void Backlogged(IReadOnlyCollection<long> tenants) => fair.Backlogged(tenants);
+
     public int Weight(long tenantId)
     {
         lock (gate)

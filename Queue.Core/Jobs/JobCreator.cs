@@ -30,6 +30,9 @@ public sealed record CreatedJob(long JobId, DateTime CreatedAt, IReadOnlyList<Cr
 {
     /// <summary>The jobs ahead, read for the whole group after its commit; null when that read failed (the status reads it then).</summary>
     public AheadFacts? Ahead { get; init; }
+
+    /// <summary>Its items went straight to this process's claim-ahead buffer (<see cref="INewWorkIntake"/>): none waits in the database.</summary>
+    public bool Held { get; init; }
 }
 
 /// <summary>
@@ -38,7 +41,7 @@ public sealed record CreatedJob(long JobId, DateTime CreatedAt, IReadOnlyList<Cr
 /// every lane. A job with many inline documents adds four round trips per 1,000 of them, to send their rows and bytes
 /// as prepared statements (<see cref="PreparedFrom"/>). See docs/DESIGN.md "Grouped submissions".
 /// </summary>
-public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingLanes lanes)
+public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingLanes lanes, INewWorkIntake intake, TenantCache tenants)
 {
     public async Task<CreatedJob[]> CreateAsync(IReadOnlyList<PendingJob> jobs, CancellationToken ct)
     {
@@ -76,7 +79,8 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
 
     private async Task<CreatedJob[]> InsertAsync(IReadOnlyList<PendingJob> jobs, CancellationToken ct)
     {
-        return await Retry.OnDeadlockAsync(async c =>
+        var offers = await OffersAsync(jobs, ct);
+        var (results, held, epoch) = await Retry.OnDeadlockAsync(async c =>
         {
             // DATETIME(6) keeps microseconds: the answer shows the instant as stored.
             var now = clock.GetUtcNow().UtcDateTime;
@@ -114,11 +118,86 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
                     await placement.ExecuteNonQueryAsync(c);
                 }
             }
+            var (held, epoch) = await ReserveOfferedAsync(conn, tx, jobs, offers, ids, created, results, now, c);
             // A COMMIT without an answer is checked, not redone: the group's jobs would exist twice.
             await CommitCheck.CommitAsync(tx, db, session, JobSql.JobLanded, new { Id = ids[0] });
-            return results;
+            return (results, held, epoch);
         }, ct);
+        for (var i = 0; i < held.Length; i++)
+        {
+            if (held[i] is { } items)
+            {
+                await intake.AdoptAsync(offers[i]!.Filter, items, epoch, CancellationToken.None);
+                results[i] = results[i] with { Held = true };
+            }
+        }
+        return results;
     }
+
+    /// <summary>
+    /// Which jobs of the group go straight to a claim-ahead buffer (<see cref="INewWorkIntake.Offer"/>), asked once
+    /// before the transaction: a job too large for the buffer, or one whose tenant already has work there or waiting,
+    /// is created claimable as always.
+    /// </summary>
+    private async Task<Offer?[]> OffersAsync(IReadOnlyList<PendingJob> jobs, CancellationToken ct)
+    {
+        var offers = new Offer?[jobs.Count];
+        for (var i = 0; i < jobs.Count; i++)
+        {
+            if (jobs[i].ItemCount > 0 && intake.Offer(jobs[i].TenantId, jobs[i].Tasks, jobs[i].ItemCount) is { } filter
+                && await tenants.GetAsync(jobs[i].TenantId, ct) is { } tenant)
+            {
+                offers[i] = new Offer(filter, tenant.Name);
+            }
+        }
+        return offers;
+    }
+
+    /// <summary>
+    /// Reserves the offered jobs' items in the creating transaction, as a claim would, and reads them back with their
+    /// tokens, with the claim epoch: one round trip, and none for a group with no offer.
+    /// </summary>
+    private async Task<(NewJobItems?[] Held, long Epoch)> ReserveOfferedAsync(MySqlConnection conn, MySqlTransaction tx, IReadOnlyList<PendingJob> jobs,
+        Offer?[] offers, long[] ids, IReadOnlyList<CreatedDocument>[] created, CreatedJob[] results, DateTime now, CancellationToken ct)
+    {
+        var held = new NewJobItems?[jobs.Count];
+        if (offers.All(o => o is null))
+        {
+            return (held, 0);
+        }
+        var until = now + intake.Reservation;
+        await using var batch = new MySqlBatch(conn, tx);
+        batch.BatchCommands.Add(new MySqlBatchCommand(ClaimSql.ReadEpoch));
+        var offered = new List<int>();
+        for (var i = 0; i < jobs.Count; i++)
+        {
+            if (offers[i] is not null && results[i].Value is not null && !results[i].Blocked)
+            {
+                offered.Add(i);
+                batch.BatchCommands.Add(BatchCommand.Of(JobSql.ReserveNewJobItems, ("@JobId", ids[i]), ("@Until", until), ("@Now", now)));
+                batch.BatchCommands.Add(BatchCommand.Of(JobSql.ReservedNewJobItems, ("@JobId", ids[i])));
+            }
+        }
+        await using var reader = await batch.ExecuteReaderAsync(ct);
+        var rows = new BatchResults(reader);
+        var epoch = await rows.NextLongAsync(ct);
+        foreach (var i in offered)
+        {
+            var documents = created[i].Select((d, k) => (d.Id, k)).ToDictionary(x => x.Id, x => jobs[i].Documents[x.k]);
+            var items = new List<ReservedNewItem>(jobs[i].ItemCount);
+            await rows.NextAsync(ct);
+            while (await reader.ReadAsync(ct))
+            {
+                var document = documents[reader.GetInt64(1)];
+                items.Add(new ReservedNewItem(reader.GetInt64(0), reader.GetInt64(1), reader.GetString(2), (byte[])reader.GetValue(3),
+                    document.Name, document.ContentType));
+            }
+            held[i] = new NewJobItems(ids[i], jobs[i].TenantId, offers[i]!.TenantName, results[i].Value!.Value, now, until, items);
+        }
+        return (held, epoch);
+    }
+
+    private sealed record Offer(string Filter, string TenantName);
 
     /// <summary>Every job row with its final state and counters, each followed by its id, in one batch.</summary>
     private static async Task<long[]> InsertJobsAsync(MySqlConnection conn, MySqlTransaction tx, IReadOnlyList<PendingJob> jobs, DateTime now, CancellationToken ct)

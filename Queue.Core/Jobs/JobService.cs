@@ -31,7 +31,11 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, TenantCac
             // The answer to come needs the job as it was asked for, as the answer now would have.
             throw new WriteStillRunningException(running.Message, LandedAsync(pending, running.LandingOf<CreatedJob>()));
         }
-        if (job.Documents.Count > 0)
+        if (result.Held)
+        {
+            work.NotifyHeld(); // its items are in the claim-ahead buffer already: nothing new waits in the database
+        }
+        else if (job.Documents.Count > 0)
         {
             work.Notify(); // wake this process's long-polling workers at once (docs/DESIGN.md "Claims", long-poll)
         }

@@ -1,4 +1,5 @@
 using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.DependencyInjection.Extensions;
 using Queue.Core.Hosting;
 
 namespace Queue.Core.Jobs;
@@ -14,6 +15,7 @@ public static class JobServices
         services.AddSingleton<ThroughputMeter>();
         services.AddSingleton<JobStatusService>();
         services.AddSingleton<JobQueries>();
+        services.TryAddSingleton<INewWorkIntake, NoNewWorkIntake>();
         services.AddSingleton<JobCreator>();
         services.AddSingleton<SubmissionBatcher>();
         services.AddSingleton<UploadBatcher>();

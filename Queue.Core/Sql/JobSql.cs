@@ -123,6 +123,22 @@ public static class JobSql
         ORDER BY d.id, t.ord
         """;
 
+    /// <summary>
+    /// A new job's items reserved, in its creating transaction, for this process's claim-ahead buffer, as
+    /// <see cref="ClaimSql.ReserveItems"/> reserves a claim's (state 1, a token, lease_expires_at NULL, due_at the
+    /// reservation's end): ix_items_job_state's job_id prefix. RANDOM_BYTES is MariaDB's secure generator, a token as
+    /// unguessable as the Api's own. docs/DESIGN.md "New work straight into the buffer".
+    /// </summary>
+    public const string ReserveNewJobItems = """
+        UPDATE items SET state = 1, lease_token = RANDOM_BYTES(16), due_at = @Until, updated_at = @Now
+        WHERE job_id = @JobId
+        """;
+
+    /// <summary>The items <see cref="ReserveNewJobItems"/> reserved, with their tokens (ix_items_job_list).</summary>
+    public const string ReservedNewJobItems = """
+        SELECT id AS Id, document_id AS DocumentId, task AS Task, lease_token AS Token FROM items WHERE job_id = @JobId ORDER BY id
+        """;
+
     /// <summary>A new job's document ids, in insert order (ix_documents_job): the answer pairs them with the request's documents.</summary>
     public const string CreatedDocumentIds = "SELECT id FROM documents WHERE job_id = @JobId ORDER BY id";
 

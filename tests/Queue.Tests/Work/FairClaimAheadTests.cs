@@ -65,6 +65,69 @@ public sealed class FairClaimAheadTests(FairClaimAheadFixture fx) : IClassFixtur
     }
 }
 
+/// <summary>
+/// A new job of a tenant with nothing in a busy buffer goes straight into it from its creating transaction, reserved as
+/// a claim would reserve it (docs/DESIGN.md "New work straight into the buffer").
+/// </summary>
+public sealed class NewWorkIntakeTests(FairClaimAheadFixture fx) : IClassFixture<FairClaimAheadFixture>
+{
+    [Fact]
+    public async Task A_new_job_of_a_tenant_with_nothing_buffered_is_reserved_by_its_own_transaction_and_handed_out_by_turn()
+    {
+        var (flood, _) = await fx.NewCustomerAsync();
+        var (small, _) = await fx.NewCustomerAsync();
+        var big = await fx.NewJobAsync(flood.Id, 200, ["intake-new"]);
+        Assert.All(await fx.ClaimJobsAsync("intake-new", 3), j => Assert.Equal(big, j));
+
+        var (job, held) = await SubmitAsync(small.Id, "intake-new", 4);
+
+        Assert.True(held, "the job went straight to the buffer");
+        Assert.Equal(4, await fx.ScalarAsync<long>(
+            "SELECT COUNT(*) FROM items WHERE job_id = @Id AND state = 1 AND lease_expires_at IS NULL AND lease_token IS NOT NULL AND due_at > @Now",
+            new { Id = job, fx.Now }));
+        var next = await fx.ClaimJobsAsync("intake-new", 6);
+        Assert.Contains(job, next.Take(2));
+        Assert.Equal(3, next.Count(j => j == job));
+    }
+
+    [Fact]
+    public async Task A_new_job_of_a_tenant_that_already_has_buffered_work_is_created_claimable_behind_it()
+    {
+        var (tenant, _) = await fx.NewCustomerAsync();
+        var first = await fx.NewJobAsync(tenant.Id, 100, ["intake-own"]);
+        Assert.All(await fx.ClaimJobsAsync("intake-own", 3), j => Assert.Equal(first, j));
+
+        var (job, held) = await SubmitAsync(tenant.Id, "intake-own", 3);
+
+        Assert.False(held);
+        Assert.Equal(0, await fx.ScalarAsync<long>("SELECT COUNT(*) FROM items WHERE job_id = @Id AND state <> 0", new { Id = job }));
+        var (other, _) = await fx.NewCustomerAsync();
+        Assert.True((await SubmitAsync(other.Id, "intake-own", 3)).Held, "another tenant's job beside the same buffer goes straight in");
+    }
+
+    [Fact]
+    public async Task A_cancelled_job_that_went_straight_to_the_buffer_is_never_handed_out()
+    {
+        var (flood, _) = await fx.NewCustomerAsync();
+        var (small, _) = await fx.NewCustomerAsync();
+        await fx.NewJobAsync(flood.Id, 200, ["intake-cancel"]);
+        await fx.ClaimJobsAsync("intake-cancel", 3);
+        var (job, held) = await SubmitAsync(small.Id, "intake-cancel", 4);
+        Assert.True(held);
+
+        Assert.Equal(Outcome.Ok, await fx.Service<JobService>().CancelAsync(small.Id, job, default));
+
+        Assert.DoesNotContain(job, await fx.ClaimJobsAsync("intake-cancel", 10));
+    }
+
+    private async Task<(long JobId, bool Held)> SubmitAsync(long tenantId, string task, int documents)
+    {
+        var docs = Enumerable.Range(0, documents).Select(d => new InlineDocument($"d{d}.txt", "text/plain", [(byte)'x'])).ToList();
+        var (_, created) = await fx.Service<JobService>().CreateAsync(tenantId, new NewJob("small", [task], false, docs), null, default);
+        return (created.JobId, created.Held);
+    }
+}
+
 public sealed class TaskFilterBoundTests(HandoutFixture fx) : IClassFixture<HandoutFixture>
 {
     [Fact]
