@@ -71,15 +71,7 @@ public sealed partial class ContractDocumentTests(ApiFixture fx) : IClassFixture
         return routes;
     }
 
-    private static string RepoRoot()
-    {
-        var dir = new DirectoryInfo(AppContext.BaseDirectory);
-        while (dir is not null && !File.Exists(Path.Combine(dir.FullName, "Queue.slnx")))
-        {
-            dir = dir.Parent;
-        }
-        return dir?.FullName ?? throw new InvalidOperationException("Queue.slnx not found above the test's folder");
-    }
+    private static string RepoRoot() => RepoDirectory.Root();
 
     [GeneratedRegex(@"^### `(GET|POST|PUT|PATCH|DELETE) ([^`?\s]+)")]
     private static partial Regex RouteHeading();

@@ -6,8 +6,8 @@ using static Queue.Tests.Jobs.JobsTestKit;
 namespace Queue.Tests.Work;
 
 /// <summary>
-/// The lanes of a claim round behind its head job are locked in one range read (docs/DESIGN.md "Claims: lanes read at
-/// once"), capped at two rows per lane; a lane that may have been cut short by the cap is asked again on its own.
+/// The lanes of a claim round behind its head job are locked in one range read (docs/DESIGN.md "Lanes read at once"),
+/// capped at two rows per lane; a lane that may have been cut short by the cap is asked again on its own.
 /// </summary>
 public sealed class ClaimReadAtOnceTests(ApiFixture fx) : IClassFixture<ApiFixture>
 {
