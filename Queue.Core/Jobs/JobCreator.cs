@@ -175,6 +175,7 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
             {
                 offered.Add(i);
                 batch.BatchCommands.Add(BatchCommand.Of(JobSql.ReserveNewJobItems, ("@JobId", ids[i]), ("@Until", until), ("@Now", now)));
+                batch.BatchCommands.Add(BatchCommand.Of(JobSql.HideNewJobLanes, ("@JobId", ids[i]), ("@Until", until)));
                 batch.BatchCommands.Add(BatchCommand.Of(JobSql.ReservedNewJobItems, ("@JobId", ids[i])));
             }
         }

@@ -134,6 +134,14 @@ public static class JobSql
         WHERE job_id = @JobId
         """;
 
+    /// <summary>
+    /// The lanes of that job hidden until the reservation ends, as a claim's closing hides the lanes it emptied
+    /// (PRIMARY's job_id prefix; the lanes are this transaction's own new rows, so no rewrite holds them): claims then
+    /// neither probe them nor count the tenant as waiting in the database. A give-back lowers the hint again
+    /// (<see cref="ClaimSql.LowerLaneHint"/>).
+    /// </summary>
+    public const string HideNewJobLanes = "UPDATE ordering SET available_at = @Until WHERE job_id = @JobId";
+
     /// <summary>The items <see cref="ReserveNewJobItems"/> reserved, with their tokens (ix_items_job_list).</summary>
     public const string ReservedNewJobItems = """
         SELECT id AS Id, document_id AS DocumentId, task AS Task, lease_token AS Token FROM items WHERE job_id = @JobId ORDER BY id

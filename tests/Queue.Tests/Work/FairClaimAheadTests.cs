@@ -85,6 +85,7 @@ public sealed class NewWorkIntakeTests(FairClaimAheadFixture fx) : IClassFixture
         Assert.Equal(4, await fx.ScalarAsync<long>(
             "SELECT COUNT(*) FROM items WHERE job_id = @Id AND state = 1 AND lease_expires_at IS NULL AND lease_token IS NOT NULL AND due_at > @Now",
             new { Id = job, fx.Now }));
+        Assert.Equal(0, await fx.ScalarAsync<long>("SELECT COUNT(*) FROM ordering WHERE job_id = @Id AND available_at <= @Now", new { Id = job, fx.Now }));
         var next = await fx.ClaimJobsAsync("intake-new", 6);
         Assert.Contains(job, next.Take(2));
         Assert.Equal(3, next.Count(j => j == job));
