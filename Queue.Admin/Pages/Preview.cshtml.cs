@@ -46,9 +46,11 @@ public sealed class PreviewModel(OrderingPreview preview, OrderingCalendar calen
         }
         Mode ??= calendar.Current.NextMode == OrderingMode.Smallest ? "smallest" : "oldest";
         Policy ??= options.Value.Policy;
-        Next = await preview.PreviewAsync(new PreviewRequest(Mode, Policy, Top: Shown), ct);
-        // Deeper than shown, so that a job that climbs from far back is still placed (or known to be further back).
-        Today = await preview.PreviewAsync(new PreviewRequest(null, Policy, Top: OrderingPreview.WhatIfDepth), ct);
+        // Side by side on two connections: each is one pass over every job, and the server has a core for each.
+        // Today deeper than shown, so that a job that climbs from far back is still placed (or known to be further back).
+        var next = preview.PreviewAsync(new PreviewRequest(Mode, Policy, Top: Shown), ct);
+        var today = preview.PreviewAsync(new PreviewRequest(null, Policy, Top: OrderingPreview.WhatIfDepth), ct);
+        (Next, Today) = (await next, await today);
         TodayPositions = Today.Positions.ToDictionary(p => p.JobId, p => p.Position);
         return Page();
     }

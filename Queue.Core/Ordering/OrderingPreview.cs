@@ -79,8 +79,10 @@ public sealed class OrderingPreview(MySqlDataSource db, TimeProvider clock, Thro
     /// </summary>
     public async Task<WhatIfResult> WhatIfAsync(long jobId, long value, string policy, CancellationToken ct)
     {
-        var today = await PreviewAsync(new PreviewRequest(null, policy, Top: WhatIfDepth), ct);
-        var then = await PreviewAsync(new PreviewRequest(null, policy, new Dictionary<long, long> { [jobId] = value }, Top: WhatIfDepth), ct);
+        // Two connections side by side: each is one pass over every job.
+        var todayTask = PreviewAsync(new PreviewRequest(null, policy, Top: WhatIfDepth), ct);
+        var thenTask = PreviewAsync(new PreviewRequest(null, policy, new Dictionary<long, long> { [jobId] = value }, Top: WhatIfDepth), ct);
+        var (today, then) = (await todayTask, await thenTask);
         var before = today.Positions.ToDictionary(p => p.JobId, p => p.Position);
         var moved = new List<(PreviewPosition Job, int By)>();
         var count = 0;
