@@ -1,9 +1,9 @@
 using Queue.Admin;
 using Queue.Admin.Infrastructure;
 
-if (args.Length > 0 && Cli.Commands.Contains(args[0]))
+if (await Cli.TryRunAsync(args, Console.Out, Console.Error) is { } exit)
 {
-    return await Cli.RunAsync(args);
+    return exit;
 }
 
 var builder = WebApplication.CreateBuilder(args);

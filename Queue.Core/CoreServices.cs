@@ -32,6 +32,7 @@ public static class CoreServices
         // Uploads in any host call WorkSignal.Notify() after they commit; Api processes wake their long-polls on it.
         services.TryAddSingleton<WorkSignal>();
         services.AddSingleton<OrderingRewriter>();
+        services.AddSingleton<OrderingPreview>();
         services.AddSingleton<TenantService>();
         services.AddSingleton<ApiKeyService>();
         services.AddSingleton<TechnicianService>();

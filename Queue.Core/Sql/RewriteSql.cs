@@ -76,20 +76,28 @@ public static class RewriteSql
     /// <summary>The jobs with work that one <see cref="FillValuesRange"/> ranked (rewrite_values' BTREE primary key).</summary>
     public const string RankedInRange = "SELECT COUNT(*) FROM rewrite_values WHERE job_id >= @FromJob AND job_id < @ToJob AND has_work = 1";
 
+    /// <summary>
+    /// A job's new value from a row of <see cref="FillValuesFromLanes"/> (alias r): the ranking rules themselves, shared
+    /// with the preview (<see cref="PreviewSql"/>) so that a preview ranks exactly as the rewrite will.
+    /// </summary>
+    internal const string NewValue = """
+        CASE WHEN r.has_work = 0 THEN 0
+                    WHEN r.priority IS NOT NULL THEN @BandBase + r.priority
+                    WHEN @Mode = 'smallest' THEN @BandBase + r.remaining
+                    ELSE @BandBase + 10000 + 5 * (@RankBase + r.age_rank - 1) END
+        """;
+
     private const string FillValuesSelect = """
         INSERT INTO rewrite_values (job_id, has_work, value, mode, seen_mode, slice)
         SELECT r.job_id, r.has_work,
-               CASE WHEN r.has_work = 0 THEN 0
-                    WHEN r.priority IS NOT NULL THEN @BandBase + r.priority
-                    WHEN @Mode = 'smallest' THEN @BandBase + r.remaining
-                    ELSE @BandBase + 10000 + 5 * (@RankBase + r.age_rank - 1) END,
+        """ + "\n       " + NewValue + ",\n" + """
                CASE WHEN r.has_work = 0 THEN ''
                     WHEN r.priority IS NOT NULL THEN 'override'
                     ELSE @Mode END,
                r.seen_mode,
         """;
 
-    private const string FillValuesFromLanes = """
+    internal const string FillValuesFromLanes = """
         FROM (
           SELECT j.id AS job_id,
                  IF(j.state <> 3 AND j.items_total - j.items_done - j.items_dead - j.items_cancelled > 0, 1, 0) AS has_work,
@@ -101,7 +109,7 @@ public static class RewriteSql
           FROM (SELECT job_id, MIN(mode) AS seen_mode, MIN(value) AS seen_value, MAX(blocked) AS blocked FROM ordering
         """;
 
-    private const string FillValuesFromJobs = """
+    internal const string FillValuesFromJobs = """
         GROUP BY job_id) l
           STRAIGHT_JOIN jobs j ON j.id = l.job_id
           LEFT JOIN (

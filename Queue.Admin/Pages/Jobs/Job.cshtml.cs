@@ -5,12 +5,18 @@ using Queue.Admin.Infrastructure;
 using Queue.Core;
 using Queue.Core.Admin;
 using Queue.Core.Fairness;
+using Queue.Core.Ordering;
+using Microsoft.Extensions.Options;
 
 namespace Queue.Admin.Pages.Jobs;
 
 /// <summary>One job: items by state, ordering, dead items with their errors, and the technicians' actions.</summary>
-public sealed class JobModel(AdminQueries queries, JobActions actions, ExplainService explain, TimeProvider clock) : PageModel
+public sealed class JobModel(AdminQueries queries, JobActions actions, ExplainService explain, OrderingPreview preview,
+    IOptions<OrderingOptions> ordering, TimeProvider clock) : PageModel
 {
+    /// <summary>What the override being typed would do, before it is saved (the form's Preview button).</summary>
+    public WhatIfResult? WhatIf { get; private set; }
+
     /// <summary>The same explanation a customer gets from GET /jobs/{id}/explain.</summary>
     public JobExplanation? Explanation { get; private set; }
 
@@ -72,6 +78,24 @@ public sealed class JobModel(AdminQueries queries, JobActions actions, ExplainSe
         }
         var expires = clock.GetUtcNow().UtcDateTime.AddHours(hours);
         return await RunAsync(id, () => actions.SetOverrideAsync(id, Format.ActorOf(User), value, reason, expires, ct), ct);
+    }
+
+    /// <summary>
+    /// The override form's Preview: the job's new position and who moves back, computed by Core's
+    /// <see cref="OrderingPreview"/> under the configured policy. Writes nothing; Apply posts the same fields to
+    /// <see cref="OnPostOverrideAsync"/>, which saves and audits as always.
+    /// </summary>
+    public async Task<IActionResult> OnPostPreviewOverrideAsync(long id, string? priority, string? reason, string? expiresInHours, CancellationToken ct)
+    {
+        (ActiveForm, Priority, Reason, ExpiresInHours) = ("override", priority, reason, string.IsNullOrWhiteSpace(expiresInHours) ? "24" : expiresInHours.Trim());
+        if (!long.TryParse(priority?.Trim(), NumberStyles.AllowLeadingSign, CultureInfo.InvariantCulture, out var value)
+            || value is < JobActions.MinPriority or > JobActions.MaxPriority)
+        {
+            ModelState.AddModelError("priority", $"Enter the priority as a whole number from {JobActions.MinPriority} to {JobActions.MaxPriority}; lower values are served first.");
+            return await PageAsync(id, ct);
+        }
+        WhatIf = await preview.WhatIfAsync(id, value, ordering.Value.Policy, ct);
+        return await PageAsync(id, ct);
     }
 
     public async Task<IActionResult> OnPostClearOverrideAsync(long id, string? reason, bool confirmed, CancellationToken ct) =>
