@@ -5,12 +5,21 @@ using Queue.Bench.Harness;
 
 namespace Queue.Bench;
 
-/// <summary>One <c>RESULT {json}</c> line of a peer script: a phase and its jobs/s.</summary>
-internal sealed record PeerResult(string Phase, int? Workers, double JobsPerSecond, bool Capped, double? RssMib);
+/// <summary>
+/// One <c>RESULT {json}</c> line of a peer script: a phase, its jobs/s, and (bench/peers' runner only) the CPU per job of
+/// the peer's node process and of its PostgreSQL.
+/// </summary>
+internal sealed record PeerResult(string Phase, int? Workers, double JobsPerSecond, bool Capped, double? RssMib)
+{
+    public double? CpuNodeUs { get; init; }
+
+    public double? CpuPostgresUs { get; init; }
+}
 
 /// <summary>
-/// Runs ../shared/peers/run-graphile-worker.sh with the same knobs as Queue's run and collects its RESULT lines. It runs
-/// after Queue's services are stopped, so the two never share the two cores.
+/// Runs the repository's own bench/peers/run-graphile-worker.sh (or <c>--peers-dir</c>'s copy, such as ../shared/peers,
+/// the outside check of it) with the same knobs as Queue's run and collects its RESULT lines. It runs after Queue's
+/// services are stopped, so the two never share the two cores.
 /// </summary>
 internal static class GraphileRunner
 {
@@ -20,7 +29,7 @@ internal static class GraphileRunner
     public static async Task<List<PeerResult>> RunAsync(long jobs, IReadOnlyList<int> workers, int drainMaxS, int enqMaxS, string? peersDir, DiskProbe disk)
     {
         var dir = peersDir ?? FindPeersDir() ?? throw new InvalidOperationException(
-            $"{Script} not found in any ../shared/peers above the current or the program's folder: pass --peers-dir DIR or --no-peer");
+            $"{Script} not found in bench/peers above the current or the program's folder: pass --peers-dir DIR or --no-peer");
         await EnsurePostgresAsync();
         var psi = new ProcessStartInfo("bash") { RedirectStandardOutput = true, RedirectStandardError = true, UseShellExecute = false, WorkingDirectory = dir };
         psi.ArgumentList.Add(Path.Combine(dir, Script));
@@ -84,12 +93,17 @@ internal static class GraphileRunner
         {
             using var doc = JsonDocument.Parse(json);
             var root = doc.RootElement;
+            double? Number(string name) => root.TryGetProperty(name, out var v) && v.ValueKind == JsonValueKind.Number ? v.GetDouble() : null;
             return new PeerResult(
                 root.GetProperty("phase").GetString() ?? "",
                 root.TryGetProperty("workers", out var w) ? w.GetInt32() : null,
                 root.GetProperty("jobs_per_s").GetDouble(),
                 root.TryGetProperty("capped", out var c) && c.ValueKind == JsonValueKind.True,
-                root.TryGetProperty("rss_mib", out var m) && m.ValueKind == JsonValueKind.Number ? m.GetDouble() : null);
+                Number("rss_mib"))
+            {
+                CpuNodeUs = Number("cpu_node_us_per_job"),
+                CpuPostgresUs = Number("cpu_postgres_us_per_job"),
+            };
         }
         catch (Exception e) when (e is JsonException or KeyNotFoundException or InvalidOperationException)
         {
@@ -98,14 +112,14 @@ internal static class GraphileRunner
         }
     }
 
-    /// <summary>The repository sits next to <c>shared/</c>; look upwards from where we run and from the binary.</summary>
+    /// <summary>The repository's bench/peers: look upwards from where we run and from the binary.</summary>
     private static string? FindPeersDir()
     {
         foreach (var start in new[] { Directory.GetCurrentDirectory(), AppContext.BaseDirectory })
         {
             for (var d = new DirectoryInfo(start); d is not null; d = d.Parent)
             {
-                var candidate = Path.Combine(d.FullName, "shared", "peers");
+                var candidate = Path.Combine(d.FullName, "bench", "peers");
                 if (File.Exists(Path.Combine(candidate, Script)))
                 {
                     return candidate;

@@ -158,7 +158,7 @@ public static class PeersBench
         {
             Console.WriteLine($"503 answers retried after Retry-After: {load.Retried503:N0}");
         }
-        return new QueueFigures(single, shallow, deep, window, deepLabel, batch, drains);
+        return new QueueFigures(single, shallow, deep, window, deepLabel, batch, drains) { Cpu = cpu };
     }
 
     private static int Verdicts(QueueFigures q, List<PeerResult>? peer)
@@ -199,11 +199,50 @@ public static class PeersBench
                 Ratio($"drain-{d.Workers}-vs-graphile", d.PerSecond, Peer("drain", d.Workers), "jobs/s", d.Workers == 1 ? 0.5 : 1.0, d.Workers == 1 ? null : 2.0);
             }
         }
+        CpuPerJob(report, q, Peer);
         var flat = q.Deep.Rate / q.Shallow.Rate;
         report.Target("enqueue-depth-flatness", string.Create(CultureInfo.InvariantCulture,
             $"{flat:F2}x ({q.Deep.Rate:N0} jobs/s at {q.DeepLabel} vs {q.Shallow.Rate:N0} at 0-{q.Window:N0})"), ">= 0.9x", flat >= 0.9);
         report.Target("enqueue-p99-deep", string.Create(CultureInfo.InvariantCulture, $"{q.Deep.P99:F1} ms at {q.DeepLabel}"), "<= 50 ms", q.Deep.P99 <= 50);
         return report.Finish();
+    }
+
+    /// <summary>
+    /// The CPU of one job's whole life, enqueued one per call and drained at N workers, for Queue (Api and mariadbd) and
+    /// for graphile-worker (node and PostgreSQL), each read from /proc over the same phases. The peer's node process also
+    /// runs its producers and workers, which in Queue's figure are the load generator's, left out.
+    /// </summary>
+    private static void CpuPerJob(Report report, QueueFigures q, Func<string, int?, PeerResult?> peer)
+    {
+        var enqueue = q.Cpu.FirstOrDefault(c => c.Phase == "enqueue-single").Share;
+        if (enqueue is null)
+        {
+            return;
+        }
+        double Us(TimeSpan t, long items) => items == 0 ? 0 : t.TotalMicroseconds / items;
+        foreach (var d in q.Drains)
+        {
+            var drain = q.Cpu.FirstOrDefault(c => c.Phase == $"drain-{d.Workers}").Share;
+            if (drain is null)
+            {
+                continue;
+            }
+            var api = Us(enqueue.Api, enqueue.Items) + Us(drain.Api, drain.Items);
+            var db = Us(enqueue.Db, enqueue.Items) + Us(drain.Db, drain.Items);
+            var (e, r) = (peer("enqueue-single", null), peer("drain", d.Workers));
+            double? node = e?.CpuNodeUs + r?.CpuNodeUs;
+            double? pg = e?.CpuPostgresUs + r?.CpuPostgresUs;
+            var theirs = node is null || pg is null ? "graphile-worker: no CPU figure"
+                : string.Create(CultureInfo.InvariantCulture, $"graphile-worker node {node:F0} us + postgres {pg:F0} us = {node + pg:F0} us");
+            Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+                $"CPU per job, enqueue + drain-{d.Workers}: Queue.Api {api:F0} us + mariadbd {db:F0} us = {api + db:F0} us; {theirs}"));
+            if (d.Workers == 16 && node is not null && pg is not null)
+            {
+                var ratio = (api + db) / (node.Value + pg.Value);
+                report.Stretch("cpu-per-job-vs-graphile", string.Create(CultureInfo.InvariantCulture, $"{ratio:F2}x ({api + db:F0} us vs {node + pg:F0} us, enqueue + drain-16)"),
+                    "<= 1.0x graphile-worker", ratio <= 1.0);
+            }
+        }
     }
 
     private static long RssOf(int pid)
@@ -219,5 +258,9 @@ public static class PeersBench
     }
 
     private sealed record QueueFigures(EnqueueResult Single, (double Rate, double P50, double P99) Shallow, (double Rate, double P50, double P99) Deep,
-        int Window, string DeepLabel, EnqueueResult Batch, List<DrainResult> Drains);
+        int Window, string DeepLabel, EnqueueResult Batch, List<DrainResult> Drains)
+    {
+        /// <summary>CPU of the Api, mariadbd and the load generator over each phase.</summary>
+        public IReadOnlyList<(string Phase, CpuShare Share)> Cpu { get; init; } = [];
+    }
 }
