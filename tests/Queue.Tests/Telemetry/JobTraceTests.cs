@@ -6,7 +6,9 @@ using OpenTelemetry;
 using OpenTelemetry.Metrics;
 using OpenTelemetry.Trace;
 using Queue.Api.Infrastructure;
+using Microsoft.Extensions.DependencyInjection;
 using Queue.Core.Claims;
+using Queue.Core.Ordering;
 using Queue.Core.Telemetry;
 using Queue.Tests.Infrastructure;
 using Queue.Tests.Jobs;
@@ -116,6 +118,37 @@ public sealed class JobTraceTests(ApiFixture fx) : IClassFixture<ApiFixture>
         Assert.True(claimsBefore >= 2);
         Assert.Contains(exported, m => m.Name == "queue_leases_expired_total");
         Assert.Contains(exported, m => m.Name == "queue_fairness_jain");
+    }
+
+    [Fact]
+    public async Task The_ordering_rewrite_is_a_span_of_its_own_saying_what_it_did()
+    {
+        var spans = new List<Activity>();
+        using (Sdk.CreateTracerProviderBuilder().AddSource(QueueTracing.Name).AddInMemoryExporter(spans).Build())
+        {
+            var (_, jobId, _) = await LiveAJobAsync("rewritten", complete: false);
+            var result = await fx.Api.Services.GetRequiredService<OrderingRewriter>().RewriteAsync("trace-test", force: true);
+
+            var rewrite = Assert.Single(spans, a => a.OperationName == QueueTracing.Rewrite);
+            Assert.Equal(result.JobsRanked, rewrite.GetTagItem("queue.jobs_ranked"));
+            Assert.True(result.JobsRanked >= 1);
+            Assert.Equal(result.Period.ModeName, rewrite.GetTagItem("queue.mode"));
+            Assert.NotEqual(QueueTracing.JobContext(jobId).TraceId, rewrite.TraceId);
+        }
+    }
+
+    [Fact]
+    public async Task OpenTelemetry_is_registered_only_when_an_OTLP_endpoint_is_configured()
+    {
+        await using var plain = new ApiFactory(fx.ConnectionString);
+        Assert.Null(plain.Services.GetService<TracerProvider>());
+        Assert.Null(plain.Services.GetService<MeterProvider>());
+
+        await using var exporting = new ApiFactory(fx.ConnectionString,
+            new Dictionary<string, string?> { [TelemetryHosting.EndpointVariable] = "http://127.0.0.1:9" });
+        Assert.NotNull(exporting.Services.GetService<TracerProvider>());
+        Assert.NotNull(exporting.Services.GetService<MeterProvider>());
+        Assert.True(QueueTracing.Source.HasListeners());
     }
 
     private List<(long Id, string Token)> lastTokens = [];
