@@ -4,12 +4,14 @@ using Queue.Api.Fairness;
 using Queue.Api.Infrastructure;
 using Queue.Api.Jobs;
 using Queue.Api.Work;
+using Queue.Core.Telemetry;
 
 var builder = WebApplication.CreateSlimBuilder(args);
 builder.AddQueueApi();
 builder.Services.AddJobsApi();
 builder.Services.AddWorkerApi();
 builder.Services.AddFairnessApi();
+builder.AddQueueTelemetry("queue-api");
 
 var app = builder.Build();
 app.UseApiProblems();

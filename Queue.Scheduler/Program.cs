@@ -2,6 +2,7 @@ using Prometheus;
 using Quartz;
 using Queue.Core;
 using Queue.Core.Data;
+using Queue.Core.Telemetry;
 using Queue.Scheduler;
 
 var builder = WebApplication.CreateSlimBuilder(args);
@@ -11,6 +12,7 @@ var connectionString = QueueDatabase.ResolveConnectionString(builder.Configurati
 builder.Configuration["ConnectionStrings:Queue"] = connectionString;
 builder.Services.AddQueueCore();
 builder.Services.AddQueueScheduler(builder.Configuration, QueueDatabase.Normalize(connectionString));
+builder.AddQueueTelemetry("queue-scheduler");
 
 var app = builder.Build();
 app.MapGet("/healthz", SchedulerHealth.CheckAsync);

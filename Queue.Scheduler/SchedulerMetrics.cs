@@ -1,5 +1,7 @@
+using System.Diagnostics.Metrics;
 using Prometheus;
 using Queue.Core.Ordering;
+using Queue.Core.Telemetry;
 
 namespace Queue.Scheduler;
 
@@ -47,6 +49,14 @@ public static class SchedulerMetrics
     public static readonly Counter Snapshots = Metrics.CreateCounter("queue_snapshots_total",
         "Minute snapshots recorded by this process.");
 
+    /// <summary>The duration histogram on the "Queue" meter: a histogram cannot be read back, so it is recorded beside the Prometheus one.</summary>
+    private static readonly Histogram<double> RewriteSeconds = QueueTracing.Meter.CreateHistogram<double>(RewriteDuration.Name, unit: "s",
+        description: RewriteDuration.Help, advice: new InstrumentAdvice<double> { HistogramBucketBoundaries = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30] });
+
+    private static int mirrored;
+
+    private static readonly string[] ModeNames = ["smallest", "oldest"];
+
     public static void Observe(RewriteResult result)
     {
         if (result.Skipped)
@@ -56,6 +66,7 @@ public static class SchedulerMetrics
         }
         Rewrites.Inc();
         RewriteDuration.Observe(result.Duration.TotalSeconds);
+        RewriteSeconds.Record(result.Duration.TotalSeconds);
         JobsRanked.Set(result.JobsRanked);
         OverridesExpired.Inc(result.OverridesExpired);
         LastRewrite.SetToCurrentTimeUtc();
@@ -72,11 +83,40 @@ public static class SchedulerMetrics
         RetentionDocuments.Inc(0);
         IdempotencyDeleted.Inc(0);
         Snapshots.Inc(0);
-        Metrics.DefaultRegistry.AddBeforeCollectCallback(() =>
+        Metrics.DefaultRegistry.AddBeforeCollectCallback(() => SetMode(calendar));
+        Mirror(calendar);
+    }
+
+    private static void SetMode(OrderingCalendar calendar)
+    {
+        var current = calendar.Current.Mode;
+        Mode.WithLabels("smallest").Set(current == OrderingMode.Smallest ? 1 : 0);
+        Mode.WithLabels("oldest").Set(current == OrderingMode.Oldest ? 1 : 0);
+    }
+
+    /// <summary>
+    /// What /metrics shows, also on the "Queue" meter under the same names, read from the Prometheus instruments when
+    /// a collector collects (docs/DESIGN.md "Tracing and metrics"). Once per process, as the Prometheus instruments are.
+    /// </summary>
+    private static void Mirror(OrderingCalendar calendar)
+    {
+        if (Interlocked.Exchange(ref mirrored, 1) == 1)
         {
-            var current = calendar.Current.Mode;
-            Mode.WithLabels("smallest").Set(current == OrderingMode.Smallest ? 1 : 0);
-            Mode.WithLabels("oldest").Set(current == OrderingMode.Oldest ? 1 : 0);
-        });
+            return;
+        }
+        var meter = QueueTracing.Meter;
+        foreach (var c in new[] { Rewrites, RewritesSkipped, RewriteFailures, OverridesExpired, RetentionItems, RetentionDocuments, IdempotencyDeleted, Snapshots })
+        {
+            meter.CreateObservableCounter(c.Name, () => c.Value, description: c.Help);
+        }
+        foreach (var g in new[] { JobsRanked, LastRewrite })
+        {
+            meter.CreateObservableGauge(g.Name, () => g.Value, description: g.Help);
+        }
+        meter.CreateObservableGauge(Mode.Name, () =>
+        {
+            SetMode(calendar);
+            return ModeNames.Select(m => new Measurement<double>(Mode.WithLabels(m).Value, new KeyValuePair<string, object?>("mode", m)));
+        }, description: Mode.Help);
     }
 }

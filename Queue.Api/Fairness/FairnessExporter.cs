@@ -24,6 +24,20 @@ public sealed partial class FairnessExporter(IServiceProvider services, TimeProv
         "Longest time a job of the tenant had ready items without a claim, over the monitor's window (15 min).",
         new GaugeConfiguration { LabelNames = ["tenant"] });
 
+    private static int mirrored;
+
+    /// <summary>The fairness gauges on the "Queue" meter (<see cref="Infrastructure.ApiMeters"/>).</summary>
+    public static void Mirror()
+    {
+        if (Interlocked.Exchange(ref mirrored, 1) == 0)
+        {
+            foreach (var g in new[] { Jain, JainMin, Stretch, Starvation })
+            {
+                Infrastructure.ApiMeters.Mirror(Core.Telemetry.QueueTracing.Meter, g);
+            }
+        }
+    }
+
     public static void Initialise()
     {
         Jain.Set(1);

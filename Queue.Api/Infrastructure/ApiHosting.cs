@@ -121,6 +121,9 @@ public static class ApiHosting
         });
         services.AddOpenApi();
         ApiMetrics.Initialise();
+        ApiMeters.Register();
+        Work.WorkMetrics.Mirror();
+        Fairness.FairnessExporter.Mirror();
         return builder;
     }
 }

@@ -12,7 +12,7 @@ namespace Queue.Api.Work;
 /// is), but each app refreshes it from its own database, so several apps in one process (tests) never measure each
 /// other's. See docs/DESIGN.md "Operations".
 /// </summary>
-internal sealed class WorkMetrics(WorkStats stats)
+internal sealed class WorkMetrics
 {
     private const int FreshMilliseconds = 2000;
     private const int FailedMilliseconds = 10_000;
@@ -22,9 +22,33 @@ internal sealed class WorkMetrics(WorkStats stats)
     private static readonly Gauge Items = Metrics.CreateGauge("queue_items", "Items per tenant and state (ready counts expired leases).",
         new GaugeConfiguration { LabelNames = ["tenant", "state"] });
 
+    private static int mirrored;
+
+    /// <summary>The app whose database the OpenTelemetry instrument refreshes from: the last one built (one per process outside tests).</summary>
+    private static volatile WorkMetrics? latest;
+
+    private readonly WorkStats stats;
     private readonly Lock gate = new();
     private Task? refreshing;
     private long nextAt;
+
+    public WorkMetrics(WorkStats stats)
+    {
+        this.stats = stats;
+        latest = this;
+    }
+
+    /// <summary>
+    /// queue_items on the "Queue" meter (<see cref="ApiMeters"/>). A collection starts the same bounded refresh a scrape
+    /// does, without waiting for it: the values are at most one refresh old, as a scrape's may be.
+    /// </summary>
+    public static void Mirror()
+    {
+        if (Interlocked.Exchange(ref mirrored, 1) == 0)
+        {
+            Infrastructure.ApiMeters.Mirror(Core.Telemetry.QueueTracing.Meter, Items, () => _ = latest?.RefreshAsync(CancellationToken.None));
+        }
+    }
 
     public async Task RefreshAsync(CancellationToken ct)
     {

@@ -2,6 +2,7 @@ using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Options;
 using Queue.Core.Data;
 using Queue.Core.Hosting;
+using Queue.Core.Telemetry;
 
 namespace Queue.Core.Claims;
 
@@ -99,16 +100,17 @@ public sealed partial class ClaimDispatcher
     /// <summary>Claims up to <see cref="ClaimRequest.Max"/> items; an empty answer means nothing is claimable now.</summary>
     public async Task<IReadOnlyList<TakenItem>> ClaimAsync(ClaimRequest request, CancellationToken ct)
     {
+        var began = QueueTracing.Begin();
         if (await HandOutAsync(request, ct) is { } ready)
         {
-            return ready;
+            return Traced(began, request, ready);
         }
         var w = new Waiter(request);
         callers.Enter();
         try
         {
             queue.Enqueue(w);
-            return await w.Result.Task.WaitAsync(TimeSpan.FromMilliseconds(options.Value.DatabaseWaitMilliseconds), ct);
+            return Traced(began, request, await w.Result.Task.WaitAsync(TimeSpan.FromMilliseconds(options.Value.DatabaseWaitMilliseconds), ct));
         }
         catch (Exception ex) when (ex is TimeoutException or OperationCanceledException)
         {
@@ -127,12 +129,19 @@ public sealed partial class ClaimDispatcher
                 await leases.ReleaseAsync(items, CancellationToken.None);
                 throw;
             }
-            return items;
+            return Traced(began, request, items);
         }
         finally
         {
             callers.Leave();
         }
+    }
+
+    /// <summary>The claim's spans, in the caller's context (its request's span is linked); a no-op when nobody listens.</summary>
+    private static IReadOnlyList<TakenItem> Traced(DateTimeOffset? began, ClaimRequest request, IReadOnlyList<TakenItem> items)
+    {
+        QueueTracing.Claimed(began, items, request.Worker);
+        return items;
     }
 
     private async Task FlushAsync(List<Waiter> batch)

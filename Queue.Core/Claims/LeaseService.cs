@@ -5,6 +5,7 @@ using MySqlConnector;
 using Queue.Core.Data;
 using Queue.Core.Jobs;
 using Queue.Core.Sql;
+using Queue.Core.Telemetry;
 
 namespace Queue.Core.Claims;
 
@@ -77,6 +78,7 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
     public Task<(FinishOutcome[] Outcomes, Dictionary<long, int> CompletionsByTenant)> CompleteAsync(IReadOnlyList<LeaseRef> leases, CancellationToken ct) =>
         Retry.OnDeadlockAsync(async c =>
         {
+            var began = QueueTracing.Begin();
             var now = clock.GetUtcNow().UtcDateTime;
             var ids = leases.Select(l => l.ItemId).Distinct().ToList();
             await using var conn = await db.OpenConnectionAsync(c);
@@ -109,10 +111,20 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
                         perJob[row.JobId] = perJob.GetValueOrDefault(row.JobId) + 1;
                     }
                 }
-                var (byTenant, dry) = done.Count > 0 ? await WriteCompletionsAsync(tx, done.Keys, perJob, now, c) : ([], []);
+                // Each job's tenant, read back with the counters anyway, kept only for the spans.
+                var tenants = began is null ? null : new Dictionary<long, long>();
+                var (byTenant, dry) = done.Count > 0 ? await WriteCompletionsAsync(tx, done.Keys, perJob, now, tenants, c) : ([], []);
                 await tx.CommitAsync(c);
                 handouts?.Finished(done.Keys);
                 janitor.RanDry(dry);
+                if (began is { } at && tenants is not null)
+                {
+                    foreach (var id in done.Keys)
+                    {
+                        var row = rows[id];
+                        QueueTracing.Completed(at, id, row.JobId, tenants.GetValueOrDefault(row.JobId), row.Task, row.Attempt, row.Worker, done.Count);
+                    }
+                }
                 return (outcomes, byTenant);
             }
             catch
@@ -145,7 +157,7 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
     /// commit (<see cref="LaneJanitor"/>), so a completion never waits on a lane a rewrite holds.
     /// </summary>
     private static async Task<(Dictionary<long, int> ByTenant, List<long> Dry)> WriteCompletionsAsync(ClaimTransaction tx,
-        IEnumerable<long> done, Dictionary<long, int> perJob, DateTime now, CancellationToken ct)
+        IEnumerable<long> done, Dictionary<long, int> perJob, DateTime now, Dictionary<long, long>? tenants, CancellationToken ct)
     {
         var byTenant = new Dictionary<long, int>();
         var dry = new List<long>();
@@ -177,6 +189,7 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
             {
                 var job = parse(reader);
                 byTenant[job.TenantId] = byTenant.GetValueOrDefault(job.TenantId) + perJob[job.Id];
+                tenants?.TryAdd(job.Id, job.TenantId);
                 if (job.Active <= 0)
                 {
                     dry.Add(job.Id);
@@ -194,6 +207,7 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
     public Task<(FinishOutcome Outcome, bool Dead, long TenantId)> FailAsync(LeaseRef lease, string error, bool retry, CancellationToken ct) =>
         Retry.OnDeadlockAsync(async c =>
         {
+            var began = QueueTracing.Begin();
             var now = clock.GetUtcNow().UtcDateTime;
             await using var conn = await db.OpenConnectionAsync(c);
             await using var tx = await conn.BeginReadCommittedAsync(c);
@@ -230,6 +244,7 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
             }
             await tx.CommitAsync(c);
             handouts?.Finished([row.Id]);
+            QueueTracing.Failed(began, row.Id, row.JobId, job.TenantId, row.Task, row.Attempt, dead, error);
             if (!dead)
             {
                 floors?.Drop(row.JobId, row.Task);

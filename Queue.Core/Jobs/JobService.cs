@@ -6,6 +6,7 @@ using MySqlConnector;
 using Queue.Core.Data;
 using Queue.Core.Ordering;
 using Queue.Core.Sql;
+using Queue.Core.Telemetry;
 
 namespace Queue.Core.Jobs;
 
@@ -18,6 +19,7 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, TenantCac
     /// <param name="key">The Idempotency-Key record the request runs under, marked with the job in its transaction.</param>
     public async Task<(PendingJob Job, CreatedJob Created)> CreateAsync(long tenantId, NewJob job, IdempotencyRun? key, CancellationToken ct)
     {
+        var began = QueueTracing.Begin();
         var tasks = job.Tasks ?? (await tenants.GetAsync(tenantId, ct))?.DefaultTaskList
             ?? throw new InvalidOperationException($"tenant {tenantId} does not exist");
         var pending = new PendingJob(tenantId, job.Name, tasks, job.Open, job.Documents) { Key = key };
@@ -31,6 +33,7 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, TenantCac
             // The answer to come needs the job as it was asked for, as the answer now would have.
             throw new WriteStillRunningException(running.Message, LandedAsync(pending, running.LandingOf<CreatedJob>()));
         }
+        QueueTracing.Submitted(began, result.JobId, tenantId, job.Documents.Count, pending.ItemCount);
         if (result.Held)
         {
             work.NotifyHeld(); // its items are in the claim-ahead buffer already: nothing new waits in the database

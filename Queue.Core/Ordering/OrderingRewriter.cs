@@ -8,6 +8,7 @@ using MySqlConnector;
 using Queue.Core.Audit;
 using Queue.Core.Data;
 using Queue.Core.Sql;
+using Queue.Core.Telemetry;
 
 namespace Queue.Core.Ordering;
 
@@ -47,6 +48,32 @@ public sealed partial class OrderingRewriter(
     /// left out. Idempotent: a period already in <c>rewrite_log</c> is skipped unless <paramref name="force"/>.
     /// </summary>
     public async Task<RewriteResult> RewriteAsync(string instance, DateTimeOffset? periodOf = null, bool force = false, CancellationToken ct = default)
+    {
+        // In no job's trace (it moves every job's lanes): under the Quartz firing's span if one is current, else a trace of its own.
+        using var activity = QueueTracing.Source.StartActivity(QueueTracing.Rewrite, ActivityKind.Internal, parentContext: default);
+        try
+        {
+            var result = await RewriteTracedAsync(instance, periodOf, force, ct);
+            if (activity is not null)
+            {
+                activity.SetTag("queue.period_start", result.Period.Start.UtcDateTime);
+                activity.SetTag("queue.mode", result.Period.ModeName);
+                activity.SetTag("queue.skipped", result.Skipped);
+                activity.SetTag("queue.jobs_ranked", result.JobsRanked);
+                activity.SetTag("queue.lanes_updated", result.LanesUpdated);
+                activity.SetTag("queue.lanes_removed", result.LanesRemoved);
+                activity.SetTag("queue.overrides_expired", result.OverridesExpired);
+            }
+            return result;
+        }
+        catch (Exception ex)
+        {
+            activity?.SetStatus(ActivityStatusCode.Error, ex.Message);
+            throw;
+        }
+    }
+
+    private async Task<RewriteResult> RewriteTracedAsync(string instance, DateTimeOffset? periodOf, bool force, CancellationToken ct)
     {
         var result = await Retry.OnDeadlockAsync(c => RewriteOnceAsync(instance, periodOf, force, c), ct);
         if (!result.Skipped && options.Value.RewriteMethod == OrderingOptions.InPlace)
