@@ -19,7 +19,8 @@ namespace Queue.Bench;
 /// (how many completions the drain workers may have unanswered at once, all workers together; by default the workers
 /// + 4, as graphile-worker's workers, whose completeJob is fire-and-forget over a pool of workers + 4 connections, and as
 /// Queue.Client's <c>WorkAsync</c> by default; 0, or <c>--sequential-completions</c>, answers each completion before
-/// the worker's next POST /next).
+/// the worker's next POST /next), <c>--exchange</c> (raw requests only: each completion claims the worker's next item in
+/// the same call, CONTRACT v1.3; implies <c>--sequential-completions</c>, as the next item comes with the answer).
 /// </summary>
 public static class PeersBench
 {
@@ -41,15 +42,21 @@ public static class PeersBench
         var noPeer = args.Contains("--no-peer");
         var viaClient = args.Contains("--client");
         // null: the workers + 4 of each drain.
-        int? inFlight = args.Contains("--sequential-completions") ? 0
+        var exchange = args.Contains("--exchange");
+        if (exchange && viaClient)
+        {
+            Console.Error.WriteLine("peers: --exchange drives raw requests; leave out --client");
+            return 2;
+        }
+        int? inFlight = args.Contains("--sequential-completions") || exchange ? 0
             : BenchArgs.Option(args, "--completions-in-flight") is { } k ? int.Parse(k, CultureInfo.InvariantCulture) : null;
         Console.WriteLine($"peers: {jobs:N0} one-item jobs ({{\"i\":n,\"pad\":1,000 x}} as one inline base64 document, 1 task), {Producers} producers, " +
             $"batches of {Batch:N0}, drains at {string.Join('/', workers)} workers (cap {drainMaxS} s), Idempotency-Key {(idempotency || viaClient ? "on" : "off")}, " +
-            $"calls through {(viaClient ? "Queue.Client" : "raw HttpClient requests")}{(inFlight == 0 ? ", each completion answered before the next claim" : $", up to {(inFlight is { } f ? f.ToString(CultureInfo.InvariantCulture) : "workers + 4")} completions in flight beside the claims")}, " +
+            $"calls through {(viaClient ? "Queue.Client" : "raw HttpClient requests")}{(exchange ? ", each completion claiming the next item in the same call (complete with next)" : inFlight == 0 ? ", each completion answered before the next claim" : $", up to {(inFlight is { } f ? f.ToString(CultureInfo.InvariantCulture) : "workers + 4")} completions in flight beside the claims")}, " +
             $"the load generator {(Untiered.IsOff ? "compiled without tiering" : "tiered")}");
 
         var digests = args.Contains("--digests") ? int.Parse(BenchArgs.Option(args, "--digests-top") ?? "12", CultureInfo.InvariantCulture) : 0;
-        var queue = await RunQueueAsync(jobs, workers, TimeSpan.FromSeconds(drainMaxS), TimeSpan.FromSeconds(enqMaxS), idempotency, digests, viaClient, inFlight);
+        var queue = await RunQueueAsync(jobs, workers, TimeSpan.FromSeconds(drainMaxS), TimeSpan.FromSeconds(enqMaxS), idempotency, digests, viaClient, inFlight, exchange);
         List<PeerResult>? peer = null;
         if (!noPeer)
         {
@@ -62,7 +69,8 @@ public static class PeersBench
         return Verdicts(queue, peer);
     }
 
-    private static async Task<QueueFigures> RunQueueAsync(long jobs, int[] workers, TimeSpan drainCap, TimeSpan enqCap, bool idempotency, int digests, bool viaClient, int? inFlight)
+    private static async Task<QueueFigures> RunQueueAsync(long jobs, int[] workers, TimeSpan drainCap, TimeSpan enqCap, bool idempotency, int digests, bool viaClient, int? inFlight,
+        bool exchange)
     {
         await using var env = await BenchEnvironment.StartAsync();
         await using var db = SubmitBenchKit.DataSource(env);
@@ -72,7 +80,7 @@ public static class PeersBench
         var mariadbPid = env.ServerPid;
         using var http = SubmitBenchKit.Client(api.Url, customerKey, Math.Max(Producers, 2 * workers.Max()) + 4);
         using var client = viaClient ? new PeersClientCalls(new Uri(api.Url), customerKey, workerKey) : null;
-        var load = new PeersWorkload(client ?? (IPeersCalls)new PeersHttpCalls(http, customerKey, workerKey));
+        var load = new PeersWorkload(client ?? (IPeersCalls)new PeersHttpCalls(http, customerKey, workerKey, exchange));
         var rss = new List<(string Phase, long Api, long Db)>();
         var cpu = new List<(string Phase, CpuShare Share)>();
         var disk = new List<(string Phase, string Flushes)>();

@@ -13,7 +13,11 @@ namespace Queue.Bench;
 /// The peers workload's calls as raw HttpClient requests: pre-encoded bodies, hand-parsed answers, 503 retried after
 /// Retry-After. One client for every call; the key goes on each request because customers and workers use different keys.
 /// </summary>
-internal sealed class PeersHttpCalls(HttpClient http, string customerKey, string workerKey) : IPeersCalls
+/// <param name="exchange">
+/// Each completion claims the worker's next item in the same call (CONTRACT v1.3, <c>next</c>); the worker's next
+/// claim then takes that item without a call of its own, and POST /next goes out only when a completion brought none.
+/// </param>
+internal sealed class PeersHttpCalls(HttpClient http, string customerKey, string workerKey, bool exchange = false) : IPeersCalls
 {
     private static readonly MediaTypeHeaderValue Json = new("application/json");
 
@@ -52,8 +56,25 @@ internal sealed class PeersHttpCalls(HttpClient http, string customerKey, string
 
     public Func<long, Task<Func<Task>?>> Claimer(int worker, string task)
     {
-        var body = Encoding.UTF8.GetBytes($$"""{"worker":"peers-{{worker}}","tasks":["{{task}}"],"max":1,"wait":0}""");
-        return async deadline => await NextAsync(body, deadline) is { } it ? () => CompleteAsync(it.Id, it.Token, deadline) : null;
+        var next = $$"""{"worker":"peers-{{worker}}","tasks":["{{task}}"],"max":1,"wait":0}""";
+        var body = Encoding.UTF8.GetBytes(next);
+        if (!exchange)
+        {
+            return async deadline => await NextAsync(body, deadline) is { } it ? () => CompleteAsync(it.Id, it.Token, deadline) : null;
+        }
+        // The items the worker's completions claimed (more than one only while completions overlap, as in the warm-up).
+        var pending = new ConcurrentQueue<(long Id, string Token)>();
+        return async deadline =>
+        {
+            var it = pending.TryDequeue(out var claimed) ? claimed : await NextAsync(body, deadline);
+            return it is { } item ? async () =>
+            {
+                if (await CompleteAndClaimAsync(item.Id, item.Token, next, deadline) is { } following)
+                {
+                    pending.Enqueue(following);
+                }
+            } : null;
+        };
     }
 
     /// <summary>DELETE /jobs/{id}: takes a phase's items out of the queue, as the peers truncate between phases.</summary>
@@ -82,6 +103,19 @@ internal sealed class PeersHttpCalls(HttpClient http, string customerKey, string
         var body = Encoding.UTF8.GetBytes($$"""{"leaseToken":"{{token}}"}""");
         using var r = await SendRetryingAsync(() => Request(HttpMethod.Post, $"/items/{id}/complete", workerKey, body, null), deadline);
         await Expect(r, HttpStatusCode.NoContent, "complete");
+    }
+
+    private async Task<(long Id, string Token)?> CompleteAndClaimAsync(long id, string token, string next, long deadline)
+    {
+        var body = Encoding.UTF8.GetBytes($$"""{"leaseToken":"{{token}}","next":{{next}}}""");
+        using var r = await SendRetryingAsync(() => Request(HttpMethod.Post, $"/items/{id}/complete", workerKey, body, null), deadline);
+        if (r.StatusCode != HttpStatusCode.OK)
+        {
+            throw new InvalidOperationException($"complete with next answered {(int)r.StatusCode}: {await r.Content.ReadAsStringAsync()}");
+        }
+        using var json = await JsonDocument.ParseAsync(await r.Content.ReadAsStreamAsync());
+        var items = json.RootElement.GetProperty("items");
+        return items.GetArrayLength() == 0 ? null : (items[0].GetProperty("id").GetInt64(), items[0].GetProperty("leaseToken").GetString()!);
     }
 
     /// <summary>

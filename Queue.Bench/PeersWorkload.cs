@@ -86,7 +86,9 @@ internal sealed class PeersWorkload(IPeersCalls via)
         long claimed = 0, completed = 0, emptyWhileQueued = 0;
         var start = Stopwatch.GetTimestamp();
         var deadline = start + (long)(cap.TotalSeconds * Stopwatch.Frequency);
-        using var inFlight = new SemaphoreSlim(Math.Max(1, completionsInFlight));
+        // With 0 each worker awaits its own completion, so up to one per worker is in flight: a bound of 1 here would
+        // make the workers take turns at completing (16 workers draining as one).
+        using var inFlight = new SemaphoreSlim(completionsInFlight > 0 ? completionsInFlight : Math.Max(1, workers));
         await Task.WhenAll(Enumerable.Range(0, workers).Select(w => Task.Run(async () =>
         {
             var claim = via.Claimer(w, task);

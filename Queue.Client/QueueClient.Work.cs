@@ -12,8 +12,7 @@ public sealed partial class QueueClient
     public async Task<IReadOnlyList<LeasedItem>> ClaimAsync(IReadOnlyList<string>? tasks, int max = 1, TimeSpan wait = default,
         TimeSpan? lease = null, string? worker = null, CancellationToken ct = default)
     {
-        var body = new NextBody(worker, tasks, max, (int)Math.Ceiling(wait.TotalSeconds), (int)(lease ?? TimeSpan.FromMinutes(5)).TotalSeconds,
-            Guid.NewGuid().ToString("N"));
+        var body = Next(tasks, max, wait, lease, worker);
         using var response = await SendAsync(() => Request(HttpMethod.Post, "next", Json(body, QueueJsonContext.Default.NextBody)), ct);
         if (response.StatusCode == HttpStatusCode.NoContent)
         {
@@ -41,6 +40,41 @@ public sealed partial class QueueClient
     {
         var body = new FailBody(item.LeaseToken, error.Length > 4000 ? error[^4000..] : error, retry);
         return SendNoContentAsync(() => Request(HttpMethod.Post, $"items/{Id(item.Id)}/fail", Json(body, QueueJsonContext.Default.FailBody)), ct);
+    }
+
+    /// <summary>
+    /// Completes the item and claims up to <paramref name="max"/> items in the same exchange (CONTRACT v1.3): one round
+    /// trip instead of <see cref="CompleteAsync"/> and <see cref="ClaimAsync"/>. The completion is recorded when this
+    /// returns; the list is empty when nothing was claimable within <paramref name="wait"/> (or the claim part was busy).
+    /// A refused completion (stale lease: <c>IsStaleLease</c>) throws <see cref="QueueApiException"/> and claims nothing.
+    /// </summary>
+    public Task<IReadOnlyList<LeasedItem>> CompleteAndClaimAsync(LeasedItem item, IReadOnlyList<string>? tasks, int max = 1,
+        TimeSpan wait = default, TimeSpan? lease = null, string? worker = null, CancellationToken ct = default)
+    {
+        var body = new LeaseBody(item.LeaseToken, Next(tasks, max, wait, lease, worker));
+        return ReadItemsAsync(() => Request(HttpMethod.Post, $"items/{Id(item.Id)}/complete", Json(body, QueueJsonContext.Default.LeaseBody)), ct);
+    }
+
+    /// <summary>
+    /// Fails the item (as <see cref="FailAsync"/>) and claims up to <paramref name="max"/> items in the same exchange
+    /// (CONTRACT v1.3), as <see cref="CompleteAndClaimAsync"/> does.
+    /// </summary>
+    public Task<IReadOnlyList<LeasedItem>> FailAndClaimAsync(LeasedItem item, string error, bool retry, IReadOnlyList<string>? tasks, int max = 1,
+        TimeSpan wait = default, TimeSpan? lease = null, string? worker = null, CancellationToken ct = default)
+    {
+        var body = new FailBody(item.LeaseToken, error.Length > 4000 ? error[^4000..] : error, retry, Next(tasks, max, wait, lease, worker));
+        return ReadItemsAsync(() => Request(HttpMethod.Post, $"items/{Id(item.Id)}/fail", Json(body, QueueJsonContext.Default.FailBody)), ct);
+    }
+
+    /// <summary>A /next body; its <c>RequestId</c> is made once, so every retry of the call carries the same one.</summary>
+    private static NextBody Next(IReadOnlyList<string>? tasks, int max, TimeSpan wait, TimeSpan? lease, string? worker) =>
+        new(worker, tasks, max, (int)Math.Ceiling(wait.TotalSeconds), (int)(lease ?? TimeSpan.FromMinutes(5)).TotalSeconds, Guid.NewGuid().ToString("N"));
+
+    private async Task<IReadOnlyList<LeasedItem>> ReadItemsAsync(Func<HttpRequestMessage> build, CancellationToken ct)
+    {
+        using var response = await SendAsync(build, ct);
+        await EnsureSuccessAsync(response, ct);
+        return (await ReadJsonAsync(response, QueueJsonContext.Default.NextAnswer, ct)).Items;
     }
 
     /// <summary>Extends the lease to <paramref name="lease"/> from now; returns the new expiry.</summary>

@@ -64,9 +64,10 @@ internal sealed record NextBody(string? Worker, IReadOnlyList<string>? Tasks, in
 
 internal sealed record NextAnswer(IReadOnlyList<LeasedItem> Items);
 
-internal sealed record LeaseBody(string LeaseToken);
+/// <summary><c>Next</c> (CONTRACT v1.3) claims in the same exchange; left out when null.</summary>
+internal sealed record LeaseBody(string LeaseToken, NextBody? Next = null);
 
-internal sealed record FailBody(string LeaseToken, string Error, bool Retry);
+internal sealed record FailBody(string LeaseToken, string Error, bool Retry, NextBody? Next = null);
 
 internal sealed record ExtendBody(string LeaseToken, int Lease);
 

@@ -7,8 +7,10 @@ namespace Queue.Client;
 internal sealed class QueueWorker(QueueClient client, IReadOnlyList<string> tasks, Func<WorkItem, CancellationToken, Task> handler,
     int concurrency, WorkOptions options)
 {
+    /// <summary>The slots' running chains of items, by a number of their own (a chain goes on with the items its finishes claim).</summary>
     private readonly ConcurrentDictionary<long, Task> running = new();
     private long lastActivity = Stopwatch.GetTimestamp();
+    private long chains;
 
     public async Task RunAsync(CancellationToken ct)
     {
@@ -49,7 +51,8 @@ internal sealed class QueueWorker(QueueClient client, IReadOnlyList<string> task
                 foreach (var item in items)
                 {
                     Touch();
-                    running[item.Id] = RunOneAsync(item, slots, finishing, grace.Token);
+                    var chain = Interlocked.Increment(ref chains);
+                    running[chain] = RunOneAsync(chain, item, slots, finishing, ct, grace.Token);
                 }
             }
         }
@@ -67,40 +70,48 @@ internal sealed class QueueWorker(QueueClient client, IReadOnlyList<string> task
     /// next item as soon as the handler returns, while this item's complete or fail is still on its way: the claim and
     /// the completion then overlap instead of following each other (graphile-worker's workers do the same). The
     /// finishing call is still awaited before this task ends, so shutdown and <see cref="WorkOptions.OnFinished"/> see it.
+    /// Without it, and with <see cref="WorkOptions.ClaimWithFinish"/>, the complete or fail claims the slot's next item
+    /// in the same exchange (CONTRACT v1.3), and the slot goes on with that item; with none, it goes back to the long-poll.
     /// </summary>
-    private async Task RunOneAsync(LeasedItem item, SemaphoreSlim slots, SemaphoreSlim finishing, CancellationToken grace)
+    private async Task RunOneAsync(long chain, LeasedItem first, SemaphoreSlim slots, SemaphoreSlim finishing, CancellationToken stop, CancellationToken grace)
     {
         await Task.Yield();
         var holdsSlot = true;
         try
         {
-            var (lost, error) = await RunHandlerAsync(item, grace);
-            var outcome = WorkOutcome.LeaseLost;
-            if (!lost)
+            for (LeasedItem? item = first; item is not null;)
             {
-                if (options.FinishInBackground)
+                var (lost, error) = await RunHandlerAsync(item, grace);
+                var outcome = WorkOutcome.LeaseLost;
+                LeasedItem? next = null;
+                if (!lost)
                 {
-                    await finishing.WaitAsync(CancellationToken.None);
-                    slots.Release();
-                    holdsSlot = false;
-                }
-                try
-                {
-                    (outcome, error) = await FinishAsync(item, error, grace);
-                }
-                finally
-                {
-                    if (!holdsSlot)
+                    if (options.FinishInBackground)
                     {
-                        finishing.Release();
+                        await finishing.WaitAsync(CancellationToken.None);
+                        slots.Release();
+                        holdsSlot = false;
+                    }
+                    try
+                    {
+                        (outcome, error, next) = await FinishAsync(item, error, claim: holdsSlot && options.ClaimWithFinish && !stop.IsCancellationRequested, grace);
+                    }
+                    finally
+                    {
+                        if (!holdsSlot)
+                        {
+                            finishing.Release();
+                        }
                     }
                 }
+                options.OnFinished?.Invoke(new WorkItem(client, item), outcome, error);
+                Touch();
+                item = next;
             }
-            options.OnFinished?.Invoke(new WorkItem(client, item), outcome, error);
         }
         finally
         {
-            running.TryRemove(item.Id, out _);
+            running.TryRemove(chain, out _);
             Touch();
             if (holdsSlot)
             {
@@ -132,8 +143,11 @@ internal sealed class QueueWorker(QueueClient client, IReadOnlyList<string> task
         return (lost, error);
     }
 
-    /// <summary>Completes the item, or fails it with the handler's error (released when the worker shut down first).</summary>
-    private async Task<(WorkOutcome, Exception?)> FinishAsync(LeasedItem item, Exception? error, CancellationToken grace)
+    /// <summary>
+    /// Completes the item, or fails it with the handler's error (released when the worker shut down first); with
+    /// <paramref name="claim"/> the same call claims the slot's next item (CONTRACT v1.3), returned as the third value.
+    /// </summary>
+    private async Task<(WorkOutcome, Exception?, LeasedItem?)> FinishAsync(LeasedItem item, Exception? error, bool claim, CancellationToken grace)
     {
         // The finishing call must still go out after a Ctrl-C; it is bounded on its own instead.
         using var finish = new CancellationTokenSource(TimeSpan.FromSeconds(30));
@@ -142,20 +156,36 @@ internal sealed class QueueWorker(QueueClient client, IReadOnlyList<string> task
             if (error is OperationCanceledException && grace.IsCancellationRequested)
             {
                 await client.FailAsync(item, "released: the worker shut down before finishing", retry: true, finish.Token);
-                return (WorkOutcome.Released, error);
+                return (WorkOutcome.Released, error, null);
             }
+            IReadOnlyList<LeasedItem> next = [];
             if (error is null)
             {
-                await client.CompleteAsync(item, finish.Token);
-                return (WorkOutcome.Completed, null);
+                if (claim)
+                {
+                    next = await client.CompleteAndClaimAsync(item, tasks, 1, TimeSpan.Zero, options.Lease, options.Worker, finish.Token);
+                }
+                else
+                {
+                    await client.CompleteAsync(item, finish.Token);
+                }
+                return (WorkOutcome.Completed, null, next.Count > 0 ? next[0] : null);
             }
-            await client.FailAsync(item, error.Message, retry: !options.IsPermanent(error), finish.Token);
-            return (WorkOutcome.Failed, error);
+            var retry = !options.IsPermanent(error);
+            if (claim)
+            {
+                next = await client.FailAndClaimAsync(item, error.Message, retry, tasks, 1, TimeSpan.Zero, options.Lease, options.Worker, finish.Token);
+            }
+            else
+            {
+                await client.FailAsync(item, error.Message, retry, finish.Token);
+            }
+            return (WorkOutcome.Failed, error, next.Count > 0 ? next[0] : null);
         }
         catch (Exception e) when (e is QueueApiException or OperationCanceledException)
         {
             // Stale lease, or the service stayed unreachable: the lease expires and the item is handed out again.
-            return (WorkOutcome.LeaseLost, e);
+            return (WorkOutcome.LeaseLost, e, null);
         }
     }
 

@@ -25,8 +25,9 @@ public sealed class WorkOptions
     /// True (the default): a slot claims its next item as soon as its handler returns, while that item's complete or
     /// fail is still in flight (up to <see cref="FinishesInFlight"/> such calls at once). A worker of one slot then does
     /// about twice the items per second (docs/DESIGN.md "Peer speed"). False: the next claim waits until the service has
-    /// answered the complete or fail. Either way the call is awaited before <see cref="QueueClient.WorkAsync"/> returns,
-    /// and a completion the service never confirms leaves the item leased until its lease expires, to be handed out again.
+    /// answered the complete or fail, and with <see cref="ClaimWithFinish"/> comes in that same answer. Either way the
+    /// call is awaited before <see cref="QueueClient.WorkAsync"/> returns, and a completion the service never confirms
+    /// leaves the item leased until its lease expires, to be handed out again.
     /// </summary>
     public bool FinishInBackground { get; set; } = true;
 
@@ -38,6 +39,15 @@ public sealed class WorkOptions
     /// need not wait for each other's commit.
     /// </summary>
     public int? FinishesInFlight { get; set; }
+
+    /// <summary>
+    /// True (the default): when a slot finishes its item and waits for the answer (<see cref="FinishInBackground"/>
+    /// false), the complete or fail also claims the slot's next item, in one exchange with the service instead of a
+    /// finish and a <c>/next</c> (CONTRACT v1.3, <see cref="QueueClient.CompleteAndClaimAsync"/>); the slot runs that item
+    /// at once, or goes back to the long-poll when none came. It claims nothing once the worker is stopping. False: a
+    /// finish, then the long-poll, as before v1.3.
+    /// </summary>
+    public bool ClaimWithFinish { get; set; } = true;
 
     /// <summary>Called with each finished item and how it ended, e.g. for logs and counters.</summary>
     public Action<WorkItem, WorkOutcome, Exception?>? OnFinished { get; set; }

@@ -19,6 +19,7 @@ public static class WorkerApi
     {
         services.AddWork();
         services.AddSingleton<WorkMetrics>();
+        services.AddSingleton<NextExchange>();
         services.ConfigureHttpJsonOptions(o => o.SerializerOptions.TypeInfoResolverChain.Insert(0, WorkJsonContext.Default));
         return services;
     }
@@ -35,6 +36,7 @@ public static class WorkerApi
         work = work.MapGroup("").RequireRateLimiting(ApiHosting.GlobalLimiter);
         work.MapGet("/items/{id:long}/document", DocumentAsync).Produces(200, contentType: "application/octet-stream")
             .ProducesProblem(404).ProducesProblem(409).DisableRequestTimeout();
+        // With "next" (CONTRACT v1.3) they answer the next items too: one exchange instead of a finish and a /next.
         work.MapPost("/items/{id:long}/complete", CompleteAsync).ProducesValidationProblem().ProducesProblem(404).ProducesProblem(409).ProducesProblem(503);
         work.MapPost("/items/{id:long}/fail", FailAsync).ProducesValidationProblem().ProducesProblem(404).ProducesProblem(409).ProducesProblem(503);
         work.MapPost("/items/{id:long}/extend", ExtendAsync).ProducesValidationProblem().ProducesProblem(404).ProducesProblem(409).ProducesProblem(503);
@@ -46,22 +48,14 @@ public static class WorkerApi
         NextService next, HttpContext http, CancellationToken ct)
     {
         body ??= new NextRequest(null, null, null, null, null);
-        var errors = WorkValidation.Next(body.Worker, body.Tasks, body.Max, body.Wait, body.Lease);
-        if (body.RequestId is { Length: < 1 or > 100 })
-        {
-            errors["requestId"] = ["must be 1 to 100 characters"];
-        }
+        var errors = NextExchange.Errors(body);
         if (errors.Count > 0)
         {
             return Problems.Validation(errors);
         }
-        var worker = string.IsNullOrEmpty(body.Worker) ? null : body.Worker;
-        var request = new ClaimRequest(worker, (body.Tasks ?? []).Distinct(StringComparer.Ordinal).ToList(), body.Max ?? 1, body.Lease ?? 300);
         try
         {
-            // Scoped by the key, so two workers' ids never meet.
-            var requestId = body.RequestId is null ? null : $"{http.User.FindFirst(ApiKeyAuthenticationHandler.KeyClaim)?.Value}/{body.RequestId}";
-            var items = await next.NextAsync(request, TimeSpan.FromSeconds(body.Wait ?? 0), requestId, ct);
+            var items = await next.NextAsync(NextExchange.Claim(body), TimeSpan.FromSeconds(body.Wait ?? 0), NextExchange.RequestId(body, http), ct);
             if (items.Count == 0)
             {
                 return TypedResults.NoContent();
@@ -90,10 +84,12 @@ public static class WorkerApi
         return TypedResults.Stream(stream => leases.CopyDocumentAsync(doc.Id, stream, ct), doc.ContentType);
     }
 
-    private static async Task<Results<NoContent, ValidationProblem, ProblemHttpResult>> CompleteAsync(long id, CompleteRequest? body,
-        CompletionBatcher completions, HttpContext http, CancellationToken ct)
+    private static async Task<Results<NoContent, JsonOk<NextResponse>, ValidationProblem, ProblemHttpResult>> CompleteAsync(long id, CompleteRequest? body,
+        CompletionBatcher completions, NextExchange exchange, HttpContext http, CancellationToken ct)
     {
-        if (WorkValidation.LeaseToken(body?.LeaseToken) is { Count: > 0 } errors)
+        var errors = WorkValidation.LeaseToken(body?.LeaseToken);
+        NextExchange.Validate(body?.Next, errors);
+        if (errors.Count > 0)
         {
             return Problems.Validation(errors);
         }
@@ -109,17 +105,23 @@ public static class WorkerApi
                 return Refused(outcome);
             }
             ApiMetrics.Completions.Inc();
-            return TypedResults.NoContent();
         }
         catch (ServiceBusyException ex)
         {
             return Busy(http, ex);
         }
+        if (body.Next is null)
+        {
+            return TypedResults.NoContent();
+        }
+        return await exchange.NextAsync(body.Next, http, ct);
     }
 
-    private static async Task<Results<NoContent, ValidationProblem, ProblemHttpResult>> FailAsync(long id, FailRequest? body, LeaseService leases, CancellationToken ct)
+    private static async Task<Results<NoContent, JsonOk<NextResponse>, ValidationProblem, ProblemHttpResult>> FailAsync(long id, FailRequest? body,
+        LeaseService leases, NextExchange exchange, HttpContext http, CancellationToken ct)
     {
         var errors = WorkValidation.Fail(body?.LeaseToken, body?.Error);
+        NextExchange.Validate(body?.Next, errors);
         if (errors.Count > 0)
         {
             return Problems.Validation(errors);
@@ -129,7 +131,15 @@ public static class WorkerApi
             return Problems.Conflict("the lease token is not a live lease on this item");
         }
         var (outcome, _, _) = await leases.FailAsync(new LeaseRef(id, token), body.Error ?? "", body.Retry ?? true, ct);
-        return outcome == FinishOutcome.Done ? TypedResults.NoContent() : Refused(outcome);
+        if (outcome != FinishOutcome.Done)
+        {
+            return Refused(outcome);
+        }
+        if (body.Next is null)
+        {
+            return TypedResults.NoContent();
+        }
+        return await exchange.NextAsync(body.Next, http, ct);
     }
 
     private static async Task<Results<Ok<ExtendResponse>, ValidationProblem, ProblemHttpResult>> ExtendAsync(long id, ExtendRequest? body, LeaseService leases,
@@ -149,7 +159,7 @@ public static class WorkerApi
         return outcome == FinishOutcome.Done ? TypedResults.Ok(new ExtendResponse(expires)) : Refused(outcome);
     }
 
-    private static NextItem ToDto(TakenItem t) => new(t.Id, Convert.ToHexStringLower(t.Token), t.Until, t.JobId, t.TenantName,
+    internal static NextItem ToDto(TakenItem t) => new(t.Id, Convert.ToHexStringLower(t.Token), t.Until, t.JobId, t.TenantName,
         t.DocumentId, t.DocumentName, t.ContentType, t.Task, t.Attempt);
 
     /// <summary>Lease tokens are 16 random bytes in lowercase hex; anything else cannot be a live lease.</summary>
@@ -175,7 +185,7 @@ public static class WorkerApi
         ? Problems.NotFound("the item")
         : Problems.Conflict("the lease token is stale or belongs to another lease: it expired, or the item was handed to another worker, or it is finished");
 
-    private static ProblemHttpResult Busy(HttpContext http, ServiceBusyException ex)
+    internal static ProblemHttpResult Busy(HttpContext http, ServiceBusyException ex)
     {
         http.Response.Headers.RetryAfter = "1";
         return TypedResults.Problem(statusCode: 503, title: "Service Unavailable", detail: ex.Message + "; retry shortly");
@@ -189,9 +199,11 @@ public sealed record NextItem(long Id, string LeaseToken, DateTime LeaseExpiresA
 
 public sealed record NextResponse(IReadOnlyList<NextItem> Items);
 
-public sealed record CompleteRequest(string? LeaseToken);
+/// <param name="Next">CONTRACT v1.3: a /next body; the answer is then 200 with the next items (<see cref="NextExchange"/>).</param>
+public sealed record CompleteRequest(string? LeaseToken, NextRequest? Next = null);
 
-public sealed record FailRequest(string? LeaseToken, string? Error, bool? Retry);
+/// <param name="Next">CONTRACT v1.3: a /next body; the answer is then 200 with the next items (<see cref="NextExchange"/>).</param>
+public sealed record FailRequest(string? LeaseToken, string? Error, bool? Retry, NextRequest? Next = null);
 
 public sealed record ExtendRequest(string? LeaseToken, int? Lease);
 
