@@ -2,6 +2,9 @@ using Dapper;
 using Microsoft.Extensions.Logging.Abstractions;
 using Microsoft.Extensions.Options;
 using Queue.Local;
+using Queue.Core.Admin;
+using Queue.Core.Claims;
+using Queue.Core.Jobs;
 using Queue.Core.Maintenance;
 
 namespace Queue.Tests.Scheduler;
