@@ -8,44 +8,49 @@ public static class AdminSql
 {
     // ---- Queue view: lanes grouped per job, in claim order (blocked last), after a keyset cursor --------------------
 
+    /// <summary>What a queue page reads of each job's lanes; every column is in each of the indexes below (covering).</summary>
+    private const string QueuePageColumns = """
+        SELECT job_id AS JobId, blocked AS Blocked, value AS Value, MIN(available_at) AS AvailableAt,
+               COUNT(*) AS Lanes, GROUP_CONCAT(task ORDER BY task SEPARATOR ',') AS Tasks
+        """;
+
+    /// <summary>The keyset cursor's (value, job_id) within one blocked flag.</summary>
+    private const string QueuePageAfter = "(value > @Value OR (value = @Value AND job_id > @JobId))";
+
+    private const string QueuePageOrder = """
+        GROUP BY blocked, value, job_id
+        ORDER BY blocked, value, job_id
+        LIMIT @Limit
+        """;
+
     /// <summary>
     /// One row per job, in the order the next claim walks (<c>ix_ordering_any</c>: blocked, value, job_id). The keyset
     /// condition is spelled out as ORs so the range optimizer turns it into index ranges (row constructors are not).
-    /// Covering: every column read is in the index.
     /// </summary>
-    public const string QueuePage = """
-        SELECT job_id AS JobId, blocked AS Blocked, value AS Value, MIN(available_at) AS AvailableAt,
-               COUNT(*) AS Lanes, GROUP_CONCAT(task ORDER BY task SEPARATOR ',') AS Tasks
+    public const string QueuePage = $"""
+        {QueuePageColumns}
         FROM ordering FORCE INDEX (ix_ordering_any)
         WHERE blocked > @Blocked
-           OR (blocked = @Blocked AND (value > @Value OR (value = @Value AND job_id > @JobId)))
-        GROUP BY blocked, value, job_id
-        ORDER BY blocked, value, job_id
-        LIMIT @Limit
+           OR (blocked = @Blocked AND {QueuePageAfter})
+        {QueuePageOrder}
         """;
 
     /// <summary>The same for the workers that ask for one task (<c>ix_ordering_task</c>: blocked, task, value, job_id).</summary>
-    public const string QueuePageForTask = """
-        SELECT job_id AS JobId, blocked AS Blocked, value AS Value, MIN(available_at) AS AvailableAt,
-               COUNT(*) AS Lanes, GROUP_CONCAT(task ORDER BY task SEPARATOR ',') AS Tasks
+    public const string QueuePageForTask = $"""
+        {QueuePageColumns}
         FROM ordering FORCE INDEX (ix_ordering_task)
         WHERE (blocked > @Blocked AND task = @Task)
-           OR (blocked = @Blocked AND task = @Task AND (value > @Value OR (value = @Value AND job_id > @JobId)))
-        GROUP BY blocked, value, job_id
-        ORDER BY blocked, value, job_id
-        LIMIT @Limit
+           OR (blocked = @Blocked AND task = @Task AND {QueuePageAfter})
+        {QueuePageOrder}
         """;
 
     /// <summary>One tenant's jobs, in claim order (<c>ix_ordering_tenant</c>: blocked, tenant_id, value, job_id).</summary>
-    public const string QueuePageForTenant = """
-        SELECT job_id AS JobId, blocked AS Blocked, value AS Value, MIN(available_at) AS AvailableAt,
-               COUNT(*) AS Lanes, GROUP_CONCAT(task ORDER BY task SEPARATOR ',') AS Tasks
+    public const string QueuePageForTenant = $"""
+        {QueuePageColumns}
         FROM ordering FORCE INDEX (ix_ordering_tenant)
         WHERE (blocked > @Blocked AND tenant_id = @TenantId)
-           OR (blocked = @Blocked AND tenant_id = @TenantId AND (value > @Value OR (value = @Value AND job_id > @JobId)))
-        GROUP BY blocked, value, job_id
-        ORDER BY blocked, value, job_id
-        LIMIT @Limit
+           OR (blocked = @Blocked AND tenant_id = @TenantId AND {QueuePageAfter})
+        {QueuePageOrder}
         """;
 
     /// <summary>Job rows for one page of the queue view (primary-key lookups only).</summary>
@@ -114,8 +119,6 @@ public static class AdminSql
 
     // ---- Job page ------------------------------------------------------------------------------------------------
 
-    /// <summary>Live leases of one job, by index (<c>ix_items_job_state</c>).</summary>
-    public const string LiveLeasesOfJob = "SELECT COUNT(*) FROM items WHERE job_id = @JobId AND state = 1 AND due_at > @Now";
 
     public const string DeadItemsOfJob = """
         SELECT id AS Id, document_id AS DocumentId, task AS Task, attempts AS Attempts, last_error AS LastError,

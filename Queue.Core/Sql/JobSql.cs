@@ -248,10 +248,14 @@ public static class JobSql
     /// <summary>Live leases of one job, counted on ix_items_job_state without touching ready items.</summary>
     public const string LiveLeases = "SELECT COUNT(*) FROM items WHERE job_id = @JobId AND state = 1 AND due_at > @Now";
 
-    /// <summary>The job's lanes: every lane carries the job's value, mode and blocked flag.</summary>
+    /// <summary>
+    /// The job's lanes (ordering's PRIMARY, job_id first): every lane carries the job's value, mode and blocked flag.
+    /// Claimable: a lane neither blocked nor hidden. For the status and the explanation (<see cref="Jobs.JobLanesRow"/>).
+    /// </summary>
     public const string JobLanes = """
         SELECT COUNT(*) AS Lanes, MIN(value) AS Value, MIN(mode) AS Mode, MAX(blocked) AS Blocked,
-               MIN(IF(available_at <= @Now, 1, 0)) AS AllWaiting, MAX(IF(available_at <= @Now, 1, 0)) AS AnyClaimable
+               MIN(IF(available_at <= @Now, 1, 0)) AS AllWaiting, MAX(IF(available_at <= @Now, 1, 0)) AS AnyClaimable,
+               MAX(IF(blocked = 0 AND available_at <= @Now, 1, 0)) AS Claimable
         FROM ordering WHERE job_id = @JobId
         """;
 
