@@ -120,11 +120,11 @@ public static class AdminSql
     // ---- Job page ------------------------------------------------------------------------------------------------
 
 
-    public const string DeadItemsOfJob = """
+    public const string DeadItemsOfJob = $"""
         SELECT id AS Id, document_id AS DocumentId, task AS Task, attempts AS Attempts, last_error AS LastError,
                updated_at AS UpdatedAt
         FROM items
-        WHERE job_id = @JobId AND state = 3 AND id > @After
+        WHERE job_id = @JobId AND state = {ItemStateSql.Dead} AND id > @After
         ORDER BY id
         LIMIT @Limit
         """;
@@ -164,27 +164,27 @@ public static class AdminSql
     public const string SetJobBlocked = "UPDATE jobs SET blocked = @Blocked, updated_at = @Now WHERE id = @JobId";
 
     /// <summary>Dead items back to ready, due now, with a fresh attempt budget; their error history stays.</summary>
-    public const string RequeueDeadItems = """
+    public const string RequeueDeadItems = $"""
         UPDATE items
-        SET state = 0, attempts = 0, due_at = @Now, lease_token = NULL, lease_expires_at = NULL, worker = NULL, updated_at = @Now
-        WHERE job_id = @JobId AND state = 3
+        SET state = {ItemStateSql.Ready}, attempts = 0, due_at = @Now, lease_token = NULL, lease_expires_at = NULL, worker = NULL, updated_at = @Now
+        WHERE job_id = @JobId AND state = {ItemStateSql.Dead}
         """;
 
-    public const string RequeueDeadItem = """
+    public const string RequeueDeadItem = $"""
         UPDATE items
-        SET state = 0, attempts = 0, due_at = @Now, lease_token = NULL, lease_expires_at = NULL, worker = NULL, updated_at = @Now
-        WHERE id = @ItemId AND job_id = @JobId AND state = 3
+        SET state = {ItemStateSql.Ready}, attempts = 0, due_at = @Now, lease_token = NULL, lease_expires_at = NULL, worker = NULL, updated_at = @Now
+        WHERE id = @ItemId AND job_id = @JobId AND state = {ItemStateSql.Dead}
         """;
 
     /// <summary>
     /// A done job with requeued items has work again. finished_at is assigned before state because MySQL assigns
     /// left to right, so the second test would otherwise see the new state.
     /// </summary>
-    public const string AfterRequeue = """
+    public const string AfterRequeue = $"""
         UPDATE jobs
         SET items_dead = items_dead - @Count,
-            finished_at = IF(state = 2, NULL, finished_at),
-            state = IF(state = 2, 1, state),
+            finished_at = IF(state = {JobStateSql.Done}, NULL, finished_at),
+            state = IF(state = {JobStateSql.Done}, {JobStateSql.Closed}, state),
             updated_at = @Now
         WHERE id = @JobId
         """;
@@ -221,10 +221,10 @@ public static class AdminSql
     /// Depth per tenant from the jobs counters (no item scan): one sequential pass over jobs, tenant names joined in
     /// memory. JobsWithWork counts the jobs that have lanes in the ordering (active items, not cancelled).
     /// </summary>
-    public const string DepthByTenant = """
+    public const string DepthByTenant = $"""
         SELECT tenant_id AS TenantId,
-               CAST(SUM(state IN (0, 1)) AS SIGNED) AS UnfinishedJobs,
-               CAST(SUM(state <> 3 AND items_total > items_done + items_dead + items_cancelled) AS SIGNED) AS JobsWithWork,
+               CAST(SUM(state IN ({JobStateSql.Open}, {JobStateSql.Closed})) AS SIGNED) AS UnfinishedJobs,
+               CAST(SUM(state <> {JobStateSql.Cancelled} AND items_total > items_done + items_dead + items_cancelled) AS SIGNED) AS JobsWithWork,
                CAST(SUM(items_total - items_done - items_dead - items_cancelled) AS SIGNED) AS Active,
                CAST(SUM(items_done) AS SIGNED) AS Done,
                CAST(SUM(items_dead) AS SIGNED) AS Dead,
@@ -272,7 +272,7 @@ public static class AdminSql
     /// column and the workers list. Only jobs with active items are probed, each through ix_items_job_state, so
     /// finished history costs nothing. Expired leases are counted apart: the next claim reclaims them.
     /// </summary>
-    public const string LeaseHolders = """
+    public const string LeaseHolders = $"""
         SELECT j.tenant_id AS TenantId,
                COALESCE(i.worker, '') AS Worker,
                CAST(SUM(i.due_at > @Now) AS SIGNED) AS Live,
@@ -281,7 +281,7 @@ public static class AdminSql
                MIN(i.updated_at) AS Since,
                MAX(i.updated_at) AS LastSeen,
                MIN(CASE WHEN i.due_at > @Now THEN i.due_at END) AS NextExpiry
-        FROM jobs j JOIN items i FORCE INDEX (ix_items_job_state) ON i.job_id = j.id AND i.state = 1
+        FROM jobs j JOIN items i FORCE INDEX (ix_items_job_state) ON i.job_id = j.id AND i.state = {ItemStateSql.Leased}
         WHERE j.items_total > j.items_done + j.items_dead + j.items_cancelled
         GROUP BY j.tenant_id, COALESCE(i.worker, '')
         """;

@@ -165,10 +165,10 @@ public static class FairnessSql
     // ---- The fairness monitor of each Api process (samples every few seconds, a report every minute).
 
 
-    public const string FinishedJobs = """
+    public const string FinishedJobs = $"""
         SELECT tenant_id AS TenantId, id AS JobId, items_total AS Items, created_at AS CreatedAt, finished_at AS FinishedAt
         FROM jobs FORCE INDEX (ix_jobs_state_finished)
-        WHERE state = 2 AND finished_at > @Since
+        WHERE state = {JobStateSql.Done} AND finished_at > @Since
         """;
 
     public const string TenantNames = "SELECT id AS Id, name AS Name FROM tenants";
