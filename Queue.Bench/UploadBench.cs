@@ -4,6 +4,7 @@ using System.Net;
 using System.Net.Http.Headers;
 using System.Text;
 using Queue.Bench.Harness;
+using Queue.Local;
 
 namespace Queue.Bench;
 
@@ -140,38 +141,4 @@ public static class UploadBench
           return wrk.format("POST", "/jobs/" .. jobs[(counter % #jobs) + 1] .. "/documents?name=doc.txt", headers, body)
         end
         """;
-
-    /// <summary>Bytes produced on the fly, so the client holds no document either.</summary>
-    private sealed class PatternStream(long length) : Stream
-    {
-        private long position;
-
-        public override int Read(byte[] buffer, int offset, int count)
-        {
-            var n = (int)Math.Min(count, length - position);
-            buffer.AsSpan(offset, n).Fill((byte)(position & 0xFF));
-            position += n;
-            return n;
-        }
-
-        public override bool CanRead => true;
-
-        public override bool CanSeek => false;
-
-        public override bool CanWrite => false;
-
-        public override long Length => length;
-
-        public override long Position { get => position; set => throw new NotSupportedException(); }
-
-        public override void Flush()
-        {
-        }
-
-        public override long Seek(long offset, SeekOrigin origin) => throw new NotSupportedException();
-
-        public override void SetLength(long value) => throw new NotSupportedException();
-
-        public override void Write(byte[] buffer, int offset, int count) => throw new NotSupportedException();
-    }
 }

@@ -1,6 +1,6 @@
 using Prometheus;
 using Quartz;
-using Queue.Core;
+using Queue.Core.Composition;
 using Queue.Core.Data;
 using Queue.Core.Telemetry;
 using Queue.Scheduler;

@@ -4,7 +4,7 @@ using Microsoft.AspNetCore.Authorization;
 using Microsoft.AspNetCore.DataProtection;
 using Microsoft.AspNetCore.DataProtection.KeyManagement;
 using Microsoft.Extensions.Options;
-using Queue.Core;
+using Queue.Core.Composition;
 using Queue.Core.Admin;
 using Queue.Core.Hosting;
 

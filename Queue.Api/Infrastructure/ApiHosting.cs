@@ -5,7 +5,7 @@ using Microsoft.AspNetCore.Http.Timeouts;
 using Microsoft.AspNetCore.RateLimiting;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.Options;
-using Queue.Core;
+using Queue.Core.Composition;
 using Queue.Core.Hosting;
 
 namespace Queue.Api.Infrastructure;

@@ -33,46 +33,9 @@ internal static class CreateJobEndpoint
         {
             return Problems.Validation("$", "send a JSON object");
         }
-        var errors = new Dictionary<string, string[]>();
-        if (JobValidation.JobName(request.Name) is { } n)
-        {
-            errors["name"] = [n];
-        }
-        if (request.Tasks is not null && Core.Validation.Tasks(request.Tasks, JobValidation.MaxTasks, allowEmpty: false) is { } t)
-        {
-            errors["tasks"] = [t];
-        }
         var documents = request.Documents ?? [];
-        int? tooLarge = null;
-        if (documents.Count > jobOptions.Value.MaxInlineDocuments)
-        {
-            errors["documents"] = [$"at most {jobOptions.Value.MaxInlineDocuments} documents per request; add more with POST /jobs/{{id}}/documents"];
-        }
-        for (var i = 0; i < documents.Count; i++)
-        {
-            var d = documents[i];
-            if (d is null)
-            {
-                errors[$"documents[{i}]"] = ["must be an object"];
-                continue;
-            }
-            foreach (var (field, messages) in JobValidation.Document(d.Name, d.ContentType, $"documents[{i}].name", $"documents[{i}].contentType"))
-            {
-                errors[field] = messages;
-            }
-            if (d.Content is null)
-            {
-                errors[$"documents[{i}].content"] = ["is required (base64)"];
-            }
-            else if (ReferenceEquals(d.Content, Base64ContentConverter.Invalid))
-            {
-                errors[$"documents[{i}].content"] = ["is not valid base64"];
-            }
-            else if (d.Content.Length > limits.Value.MaxDocumentBytes)
-            {
-                tooLarge ??= i;
-            }
-        }
+        var (errors, tooLarge) = JobValidation.NewJob(request.Name, request.Tasks, documents.Select(Fields).ToList(),
+            jobOptions.Value.MaxInlineDocuments, limits.Value.MaxDocumentBytes);
         if (errors.Count > 0)
         {
             return Problems.Validation(errors);
@@ -83,7 +46,8 @@ internal static class CreateJobEndpoint
                 detail: $"documents[{tooLarge}] is over the limit of {limits.Value.MaxDocumentBytes} bytes");
         }
         var tenant = user.TenantId();
-        if (IdempotencyFilter.LandedJob(http) is { } landed)
+        var idempotency = http.Features.Get<IIdempotencyFeature>();
+        if (idempotency?.LandedJob is { } landed)
         {
             return await LandedAnswerAsync(tenant, landed, status, jobOptions.Value.MaxInlineDocuments);
         }
@@ -93,17 +57,17 @@ internal static class CreateJobEndpoint
         (PendingJob Job, CreatedJob Created) made;
         try
         {
-            made = await jobs.CreateAsync(tenant, new NewJob(request.Name!, request.Tasks, request.Open ?? false, inline), IdempotencyFilter.RunOf(http),
+            made = await jobs.CreateAsync(tenant, new NewJob(request.Name!, request.Tasks, request.Open ?? false, inline), idempotency?.Run,
                 CancellationToken.None);
         }
         catch (WriteStillRunningException running)
         {
-            IdempotencyFilter.Landing(http, JobAnswerAsync(running.LandingOf<(PendingJob, CreatedJob)>(), status));
+            idempotency?.Landing(JobAnswerAsync(running.LandingOf<(PendingJob, CreatedJob)>(), status));
             throw;
         }
         var (pending, created) = made;
         // What a retry gets if the status read below fails: a job status too, with what is unknown left null.
-        IdempotencyFilter.Committed(http, StatusCodes.Status201Created, Location(created),
+        idempotency?.Committed(StatusCodes.Status201Created, Location(created),
             CreatedJobResponse.From(status.OfNewJobUnread(pending, created), created.Documents));
         var s = await status.OfNewJobAsync(pending, created, CancellationToken.None);
         return new JsonCreated<CreatedJobResponse>(Location(created), CreatedJobResponse.From(s, created.Documents));
@@ -122,10 +86,13 @@ internal static class CreateJobEndpoint
         return new JsonCreated<CreatedJobResponse>(string.Create(CultureInfo.InvariantCulture, $"/jobs/{jobId}"), CreatedJobResponse.From(s, documents));
     }
 
+    private static InlineDocumentFields? Fields(InlineDocumentRequest? d) =>
+        d is null ? null : new(d.Name, d.ContentType, d.Content?.Length, !ReferenceEquals(d.Content, Base64ContentConverter.Invalid));
+
     private static string Location(CreatedJob created) => string.Create(CultureInfo.InvariantCulture, $"/jobs/{created.JobId}");
 
     /// <summary>The answer a retry gets once a job that was still being written when its request had to answer has landed.</summary>
-    private static async Task<IdempotencyFilter.CommittedAnswer?> JobAnswerAsync(Task<(PendingJob, CreatedJob)> landing, JobStatusService status)
+    private static async Task<CommittedAnswer?> JobAnswerAsync(Task<(PendingJob, CreatedJob)> landing, JobStatusService status)
     {
         var (pending, created) = await landing;
         JobStatus s;
@@ -141,7 +108,7 @@ internal static class CreateJobEndpoint
     }
 
     /// <summary>The same for a small upload: null when it did not land (its job was closed meanwhile), so the key is freed.</summary>
-    public static async Task<IdempotencyFilter.CommittedAnswer?> UploadAnswerAsync(long jobId, Task<(Outcome Outcome, UploadResult? Result)> landing)
+    public static async Task<CommittedAnswer?> UploadAnswerAsync(long jobId, Task<(Outcome Outcome, UploadResult? Result)> landing)
     {
         var (outcome, result) = await landing;
         return outcome != Outcome.Ok || result is null

@@ -15,9 +15,9 @@ namespace Queue.Api.Jobs;
 /// The Idempotency-Key header (IETF draft) for any customer POST: a first request claims the key; its 2xx answer is stored
 /// and replayed (status, Location, body) to a retry with the same fingerprint; a retry while it runs gets 409; the same key
 /// with another method, path, Content-Type or body gets 422. Errors before the handler's commit free the key; once it
-/// committed (<see cref="Committed"/>) the key replays that outcome whatever fails afterwards. A write that may still
+/// committed (<see cref="IIdempotencyFeature.Committed"/>) the key replays that outcome whatever fails afterwards. A write that may still
 /// commit never frees its key: one still running when the handler had to answer keeps it until its outcome is known
-/// (<see cref="Landing"/>), and one whose COMMIT's outcome could not be learnt keeps it until the stale takeover
+/// (<see cref="IIdempotencyFeature.Landing"/>), and one whose COMMIT's outcome could not be learnt keeps it until the stale takeover
 /// (docs/DESIGN.md "Writes whose outcome is not known yet"). The fingerprint is a SHA-256 of the body computed as the
 /// handler streams it, so the filter never buffers the request.
 /// </summary>
@@ -57,8 +57,8 @@ public sealed partial class IdempotencyFilter(IdempotencyStore store, IOptions<J
                     : TypedResults.Problem(statusCode: 422, title: "Unprocessable Content",
                         detail: "this Idempotency-Key was already used for a different request (method, path or body)");
         }
-        var scope = new IdempotencyScope { Run = new IdempotencyRun(key, claim.Started), LandedJob = claim.JobId, LandedDocuments = claim.Documents };
-        http.Features.Set(scope);
+        var scope = new IdempotencyScope(new IdempotencyRun(key, claim.Started), claim.JobId, claim.Documents);
+        http.Features.Set<IIdempotencyFeature>(scope);
         http.Request.Body = body;
         object? result;
         try
@@ -117,43 +117,6 @@ public sealed partial class IdempotencyFilter(IdempotencyStore store, IOptions<J
             await store.ReleaseAsync(tenant, key, claim.Started, CancellationToken.None);
         }
         return result;
-    }
-
-    /// <summary>
-    /// Called by a handler the moment its work has committed, with the answer a retry must get should anything fail
-    /// before the real answer is ready. From here on the key is never freed.
-    /// </summary>
-    public static void Committed(HttpContext http, int statusCode, string location, object body)
-    {
-        if (http.Features.Get<IdempotencyScope>() is { } scope)
-        {
-            scope.Outcome = new CommittedAnswer(statusCode, location, body);
-        }
-    }
-
-    /// <summary>The key's record a keyed write runs under (<see cref="PendingJob.Key"/>); null without a key.</summary>
-    public static IdempotencyRun? RunOf(HttpContext http) => http.Features.Get<IdempotencyScope>()?.Run;
-
-    /// <summary>
-    /// The job an earlier request with this key made and never answered for (<see cref="IdempotencyVerdict.Landed"/>):
-    /// the handler answers with it instead of making another; its answer is then stored for later retries.
-    /// </summary>
-    public static long? LandedJob(HttpContext http) => http.Features.Get<IdempotencyScope>()?.LandedJob;
-
-    /// <summary>The same for an upload: the first document it stored and how many.</summary>
-    public static (long First, int Count)? LandedUpload(HttpContext http) => http.Features.Get<IdempotencyScope>()?.LandedDocuments;
-
-    /// <summary>
-    /// Called by a handler whose write was still running when it had to answer (<see cref="WriteStillRunningException"/>):
-    /// the key stays taken, so a retry gets 409, until <paramref name="answer"/> completes with the answer a retry must
-    /// get (stored, then replayed), or null or an error when nothing landed (the key is freed).
-    /// </summary>
-    public static void Landing(HttpContext http, Task<CommittedAnswer?> answer)
-    {
-        if (http.Features.Get<IdempotencyScope>() is { } scope)
-        {
-            scope.Later = answer;
-        }
     }
 
     private static async Task<CommittedAnswer?> NoAnswerAsync(Task landing)
@@ -256,21 +219,22 @@ public sealed partial class IdempotencyFilter(IdempotencyStore store, IOptions<J
         return h.GetHashAndReset();
     }
 
-    /// <summary>What a retry with the key must get once the work committed.</summary>
-    public sealed record CommittedAnswer(int StatusCode, string? Location, object Body);
-
     /// <summary>Per request: what the handler committed, or the answer still to come, if it got that far.</summary>
-    private sealed class IdempotencyScope
+    private sealed class IdempotencyScope(IdempotencyRun run, long? landedJob, (long First, int Count)? landedDocuments) : IIdempotencyFeature
     {
-        public IdempotencyRun? Run { get; init; }
+        public IdempotencyRun Run => run;
 
-        public long? LandedJob { get; init; }
+        public long? LandedJob => landedJob;
 
-        public (long First, int Count)? LandedDocuments { get; init; }
+        public (long First, int Count)? LandedDocuments => landedDocuments;
 
-        public CommittedAnswer? Outcome { get; set; }
+        public CommittedAnswer? Outcome { get; private set; }
 
-        public Task<CommittedAnswer?>? Later { get; set; }
+        public Task<CommittedAnswer?>? Later { get; private set; }
+
+        public void Committed(int statusCode, string location, object body) => Outcome = new CommittedAnswer(statusCode, location, body);
+
+        public void Landing(Task<CommittedAnswer?> answer) => Later = answer;
     }
 
     [LoggerMessage(EventId = 1002, Level = LogLevel.Error,

@@ -62,7 +62,8 @@ public static class JobsApi
         long id, HttpContext http, ClaimsPrincipal user, [FromQuery] string? name, JobService jobs, JobStatusService status,
         IOptions<ApiLimitsOptions> limits, CancellationToken ct)
     {
-        if (IdempotencyFilter.LandedUpload(http) is { } landed)
+        var idempotency = http.Features.Get<IIdempotencyFeature>();
+        if (idempotency?.LandedDocuments is { } landed)
         {
             return await LandedUploadAsync(user.TenantId(), id, landed, status);
         }
@@ -97,11 +98,11 @@ public static class JobsApi
         (Outcome Outcome, UploadResult? Result) written;
         try
         {
-            written = await jobs.UploadAsync(user.TenantId(), id, documents, limits.Value.MaxDocumentBytes, IdempotencyFilter.RunOf(http), ct);
+            written = await jobs.UploadAsync(user.TenantId(), id, documents, limits.Value.MaxDocumentBytes, idempotency?.Run, ct);
         }
         catch (WriteStillRunningException running)
         {
-            IdempotencyFilter.Landing(http, CreateJobEndpoint.UploadAnswerAsync(id, running.LandingOf<(Outcome, UploadResult?)>()));
+            idempotency?.Landing(CreateJobEndpoint.UploadAnswerAsync(id, running.LandingOf<(Outcome, UploadResult?)>()));
             throw;
         }
         var (outcome, result) = written;
@@ -113,7 +114,7 @@ public static class JobsApi
         }
         var location = string.Create(CultureInfo.InvariantCulture, $"/jobs/{id}/documents/{result!.Documents[0].Id}");
         var response = new UploadResponse(result.Documents, result.ItemsAdded);
-        IdempotencyFilter.Committed(http, StatusCodes.Status201Created, location, response);
+        idempotency?.Committed(StatusCodes.Status201Created, location, response);
         return new JsonCreated<UploadResponse>(location, response);
     }
 

@@ -60,6 +60,18 @@ public sealed class DiskProbe : IAsyncDisposable
         }
     }
 
+    /// <summary>The flushes measured since the last cut (or the start): something to wait for instead of sleeping.</summary>
+    public long FlushesSinceCut
+    {
+        get
+        {
+            lock (gate)
+            {
+                return segment.Count;
+            }
+        }
+    }
+
     /// <summary>
     /// The flushes since the probe started or since the last cut, and a new segment from here: for a run whose phases
     /// are only known as they end (graphile-worker's script).
@@ -104,6 +116,8 @@ public sealed class DiskProbe : IAsyncDisposable
         private readonly LongHistogram latency = new(1, 60_000_000, 3);
         private readonly long started = Stopwatch.GetTimestamp();
         private long stalledMicroseconds;
+
+        public long Count => latency.TotalCount;
 
         public void Record(long us)
         {

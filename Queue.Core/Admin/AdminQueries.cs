@@ -118,7 +118,7 @@ public sealed class AdminQueries(MySqlDataSource db, ReadSource reads, OrderingC
         {
             return null;
         }
-        var leases = await conn.ExecuteScalarAsync<long>(new CommandDefinition(AdminSql.LiveLeasesOfJob, new { JobId = jobId, Now = now }, cancellationToken: ct));
+        var leases = await conn.ExecuteScalarAsync<long>(new CommandDefinition(JobSql.LiveLeases, new { JobId = jobId, Now = now }, cancellationToken: ct));
         var laneList = (await conn.QueryAsync<LaneInfo>(new CommandDefinition(AdminSql.LanesOfJob, new { JobId = jobId }, cancellationToken: ct))).AsList();
         int? position = null;
         var lowerBound = false;

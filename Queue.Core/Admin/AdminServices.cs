@@ -4,7 +4,7 @@ namespace Queue.Core.Admin;
 
 public static class AdminServices
 {
-    /// <summary>The technicians' read and write services; needs <see cref="CoreServices.AddQueueCore"/>.</summary>
+    /// <summary>The technicians' read and write services; needs <see cref="Composition.CoreServices.AddQueueCore"/>.</summary>
     public static IServiceCollection AddQueueAdmin(this IServiceCollection services)
     {
         services.AddSingleton<AdminQueries>();

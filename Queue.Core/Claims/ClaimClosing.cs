@@ -2,6 +2,7 @@ using System.Collections.Concurrent;
 using Dapper;
 using MySqlConnector;
 using Queue.Core.Data;
+using Queue.Core.Jobs;
 using Queue.Core.Sql;
 
 namespace Queue.Core.Claims;
@@ -140,8 +141,13 @@ internal sealed class ClaimClosing(HeldLanes held)
         {
             return name;
         }
-        // Tenant names never change, so this cache needs no expiry.
+        // Tenant names never change, so this cache needs no expiry; it is bounded as TenantCache is. Not TenantCache
+        // itself: that reads on a connection of its own, and a claim holding its transaction's must not wait for another.
         name = await conn.ExecuteScalarAsync<string>(new CommandDefinition(ClaimSql.TenantNameById, new { Id = tenantId }, cancellationToken: ct)) ?? "";
+        if (tenantNames.Count > TenantCache.MaxTenants)
+        {
+            tenantNames.Clear();
+        }
         tenantNames[tenantId] = name;
         return name;
     }

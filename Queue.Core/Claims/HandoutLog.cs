@@ -25,6 +25,18 @@ public sealed class HandoutLog(MySqlDataSource db, TimeProvider clock, IOptions<
     /// <summary>The earliest reservation lapse among the handouts being written now; MaxValue when none is.</summary>
     private DateTime writingFirstLapse = DateTime.MaxValue;
 
+    /// <summary>Nothing left to write and no write under way: what the log does to rows has all been done.</summary>
+    public bool Idle
+    {
+        get
+        {
+            lock (gate)
+            {
+                return pending.Count == 0 && writingFirstLapse == DateTime.MaxValue;
+            }
+        }
+    }
+
     /// <param name="reservedUntil">The reservation's expiry in the row: past it, another claim may take the row.</param>
     public void Add(TakenItem item, string? worker, DateTime reservedUntil)
     {

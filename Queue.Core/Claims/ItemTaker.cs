@@ -29,7 +29,7 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
     /// </summary>
     private const int MaxRounds = 64;
 
-    private const string LeaseExpiredError = "lease expired";
+    private readonly ExpiredLeaseReclaim reclaim = new(counters);
 
     /// <summary>Takes one item per slot (fewer if the queue runs dry), in claim order: item k of the answer gets slot k.</summary>
     /// <param name="last">The claim's last walk: its closing batch carries the COMMIT.</param>
@@ -288,24 +288,15 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
 
     /// <summary>
     /// Queues the write that gives <paramref name="row"/> to the walk's next slot, and returns that slot; null when the
-    /// row is instead an expired lease that used up its attempts (it goes dead here and takes no slot).
+    /// row is instead an expired lease that used up its attempts (<see cref="ExpiredLeaseReclaim"/>: it goes dead and takes no slot).
     /// </summary>
     private async Task<ClaimSlot?> TakeRowAsync(MySqlConnection conn, LockedRow row, Lane lane, Walk walk, DateTime now,
         CancellationToken ct)
     {
         var expired = row.State == ItemStates.Leased && row.LeaseExpiresAt is not null;
-        if (expired)
+        if (expired && !await reclaim.ReclaimAsync(conn, row.Id, row.JobId, row.Attempts, now, ct))
         {
-            counters.OnLeaseExpired();
-            await conn.ExecuteAsync(new CommandDefinition(ClaimSql.RecordError,
-                new { row.Id, Attempt = row.Attempts, Error = LeaseExpiredError, Now = now }, cancellationToken: ct));
-            var max = await conn.ExecuteScalarAsync<int>(new CommandDefinition(ClaimSql.MaxAttemptsOfJob, new { row.JobId }, cancellationToken: ct));
-            if (row.Attempts >= max)
-            {
-                await conn.ExecuteAsync(new CommandDefinition(ClaimSql.KillItem, new { row.Id, Error = LeaseExpiredError, Now = now }, cancellationToken: ct));
-                await JobCounters.CountFinishedAsync(conn, null, row.JobId, new(Dead: 1), now, ct);
-                return null;
-            }
+            return null;
         }
         var slot = walk.NextSlot;
         var token = RandomNumberGenerator.GetBytes(16);

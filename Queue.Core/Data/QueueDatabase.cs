@@ -41,11 +41,6 @@ public static class QueueDatabase
         services.AddSingleton<DatabaseBootstrap>();
         services.AddHostedService(sp => sp.GetRequiredService<DatabaseBootstrap>());
         services.AddSingleton(sp => new MySqlDataSourceBuilder(Normalize(sp.GetRequiredService<DatabaseBootstrap>().ConnectionString)).Build());
-        // Reads that may lag: the replica of ConnectionStrings:QueueRead when set and healthy, else the primary.
-        services.AddSingleton(sp => new ReadSource(sp.GetRequiredService<MySqlDataSource>(),
-            sp.GetRequiredService<IConfiguration>().GetConnectionString("QueueRead"),
-            sp.GetRequiredService<Microsoft.Extensions.Options.IOptions<Cluster.ClusterOptions>>().Value.MaxReplicaLagSeconds));
-        services.AddHostedService<ReadSourceMonitor>();
         return services;
     }
 

@@ -59,7 +59,7 @@ public sealed class ReadSource : IAsyncDisposable
         return await primary.OpenConnectionAsync(ct);
     }
 
-    /// <summary>Measures the replica's lag (every few seconds, from <see cref="ReadSourceMonitor"/>).</summary>
+    /// <summary>Measures the replica's lag (every few seconds, from Cluster's ReadSourceMonitor).</summary>
     public async Task CheckAsync(CancellationToken ct)
     {
         if (replica is null)

@@ -48,7 +48,7 @@ public sealed class ExplainService(MySqlDataSource db, TimeProvider clock, Order
         var policy = options.Value.Policy;
         var period = calendar.At(clock.GetUtcNow());
         var next = new NextRewrite(period.End.UtcDateTime, period.NextMode == OrderingMode.Smallest ? "smallest" : "oldest");
-        var lane = await conn.QuerySingleAsync<LaneRow>(Cmd(FairnessSql.ExplainLanes, new { JobId = jobId, Now = now }, ct));
+        var lane = await conn.QuerySingleAsync<JobLanesRow>(Cmd(JobSql.JobLanes, new { JobId = jobId, Now = now }, ct));
         var ov = await conn.QuerySingleOrDefaultAsync<OverrideRow>(Cmd(FairnessSql.ExplainOverride, new { JobId = jobId, Now = now }, ct));
         var isOverride = lane.Mode == OrderingLanes.ModeOverride;
         var mode = isOverride || lane.Mode is null ? period.ModeName : lane.Mode;
@@ -61,7 +61,7 @@ public sealed class ExplainService(MySqlDataSource db, TimeProvider clock, Order
             return new JobExplanation(jobId, null, true, policy, mode, null, ov is not null, ov?.ExpiresAt, false, 0, none, next, null, why);
         }
         var value = lane.Value.Value;
-        var leased = await conn.ExecuteScalarAsync<long>(Cmd(FairnessSql.ExplainLiveLeases, new { JobId = jobId, Now = now }, ct));
+        var leased = await conn.ExecuteScalarAsync<long>(Cmd(JobSql.LiveLeases, new { JobId = jobId, Now = now }, ct));
         if (lane.Blocked == 1 || lane.Claimable == 0 || job.Active - leased <= 0)
         {
             var why = lane.Blocked == 1 ? "A technician blocked the job: it is not handed out until unblocked."
@@ -137,7 +137,7 @@ public sealed class ExplainService(MySqlDataSource db, TimeProvider clock, Order
     /// is estimated by an index dive, counted under the job's own mode's reason, with the walked jobs' mean items.
     /// </summary>
     private static async Task<List<ReasonRow>> EstimateRestAsync(MySqlConnection conn, string dive, object args, List<ReasonRow> walked,
-        LaneRow lane, CancellationToken ct)
+        JobLanesRow lane, CancellationToken ct)
     {
         var counted = walked.Sum(r => r.Jobs);
         var total = Math.Max(counted, await QueuePosition.DiveAsync(conn, dive, args, ct) / Math.Max(1, lane.Lanes));
@@ -184,19 +184,6 @@ public sealed class ExplainService(MySqlDataSource db, TimeProvider clock, Order
     private static CommandDefinition Cmd(string sql, object? args, CancellationToken ct) => new(sql, args, cancellationToken: ct);
 
     private sealed record JobRow(long Id, long TenantId, sbyte State, long Active);
-
-    private sealed class LaneRow
-    {
-        public long Lanes { get; set; }
-
-        public long? Value { get; set; }
-
-        public string? Mode { get; set; }
-
-        public long? Blocked { get; set; }
-
-        public long? Claimable { get; set; }
-    }
 
     private sealed record OverrideRow(long Priority, DateTime ExpiresAt);
 

@@ -26,7 +26,7 @@ public sealed class JobStatusService(MySqlDataSource db, TimeProvider clock, Ord
             new { JobId = jobId, TenantId = tenantId, Now = now }, cancellationToken: ct));
         var job = await multi.ReadSingleOrDefaultAsync<JobRow>();
         var leases = await multi.ReadSingleAsync<long>();
-        var lane = await multi.ReadSingleAsync<LaneRow>();
+        var lane = await multi.ReadSingleAsync<JobLanesRow>();
         return job is null ? null : await BuildAsync(conn, job, leases, lane, now, ct);
     }
 
@@ -58,8 +58,8 @@ public sealed class JobStatusService(MySqlDataSource db, TimeProvider clock, Ord
             ? await conn.ExecuteScalarAsync<long>(new CommandDefinition(JobSql.LiveLeases, new { JobId = job.Id, Now = now }, cancellationToken: ct))
             : 0;
         var lane = job.Active > 0 && job.State != JobStates.Cancelled
-            ? await conn.QuerySingleAsync<LaneRow>(new CommandDefinition(JobSql.JobLanes, new { JobId = job.Id, Now = now }, cancellationToken: ct))
-            : new LaneRow();
+            ? await conn.QuerySingleAsync<JobLanesRow>(new CommandDefinition(JobSql.JobLanes, new { JobId = job.Id, Now = now }, cancellationToken: ct))
+            : new JobLanesRow();
         return await BuildAsync(conn, job, leases, lane, now, ct);
     }
 
@@ -74,8 +74,8 @@ public sealed class JobStatusService(MySqlDataSource db, TimeProvider clock, Ord
             string.Join(',', pending.Tasks), (sbyte)(created.Blocked ? 1 : 0), pending.Documents.Count, items, 0, 0, 0,
             created.CreatedAt, pending.Open ? null : created.CreatedAt, null);
         var lane = created.Value is { } value
-            ? new LaneRow { Lanes = pending.Tasks.Count, Value = value, Mode = created.Mode, Blocked = created.Blocked ? 1 : 0, AnyClaimable = 1 }
-            : new LaneRow();
+            ? new JobLanesRow { Lanes = pending.Tasks.Count, Value = value, Mode = created.Mode, Blocked = created.Blocked ? 1 : 0, AnyClaimable = 1 }
+            : new JobLanesRow();
         if (created.Ahead is { } known)
         {
             // Read for the whole group after its commit: nothing left to ask the database.
@@ -106,7 +106,7 @@ public sealed class JobStatusService(MySqlDataSource db, TimeProvider clock, Ord
     }
 
     /// <param name="conn">Where the position is read; unused (and may be null) when <paramref name="known"/> is given.</param>
-    private async Task<JobStatus> BuildAsync(MySqlConnection? conn, JobRow job, long liveLeases, LaneRow lane, DateTime now, CancellationToken ct,
+    private async Task<JobStatus> BuildAsync(MySqlConnection? conn, JobRow job, long liveLeases, JobLanesRow lane, DateTime now, CancellationToken ct,
         AheadFacts? known = null)
     {
         var active = Math.Max(0, job.Active);
@@ -166,21 +166,6 @@ public sealed class JobStatusService(MySqlDataSource db, TimeProvider clock, Ord
             }
         }
         return headSample.ItemsPerJob;
-    }
-
-    private sealed class LaneRow
-    {
-        public long Lanes { get; set; }
-
-        public long? Value { get; set; }
-
-        public string? Mode { get; set; }
-
-        public long? Blocked { get; set; }
-
-        public long? AnyClaimable { get; set; }
-
-        public long? AllWaiting { get; set; }
     }
 
     private sealed class AheadRow

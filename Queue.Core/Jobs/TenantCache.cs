@@ -8,6 +8,9 @@ public sealed class TenantCache(TenantService tenants, TimeProvider clock)
 {
     public static readonly TimeSpan Lifetime = TimeSpan.FromSeconds(5);
 
+    /// <summary>Past this many tenants a cache of them starts again empty, so it stays bounded whatever the number of tenants.</summary>
+    public const int MaxTenants = 10_000;
+
     private readonly ConcurrentDictionary<long, (Tenant? Tenant, DateTimeOffset Until)> cache = new();
 
     public async Task<Tenant?> GetAsync(long tenantId, CancellationToken ct)
@@ -18,7 +21,7 @@ public sealed class TenantCache(TenantService tenants, TimeProvider clock)
             return hit.Tenant;
         }
         var tenant = await tenants.GetAsync(tenantId, ct);
-        if (cache.Count > 10_000)
+        if (cache.Count > MaxTenants)
         {
             cache.Clear();
         }

@@ -23,16 +23,7 @@ public sealed class TenantService(MySqlDataSource db, TimeProvider clock)
         await using var conn = await db.OpenConnectionAsync(ct);
         try
         {
-            var id = await conn.ExecuteScalarAsync<long>(new CommandDefinition(TenantSql.InsertTenant, new
-            {
-                Name = name,
-                DefaultTasks = string.Join(',', settings.DefaultTasks),
-                settings.Weight,
-                settings.RateLimit,
-                settings.RateBurst,
-                settings.MaxAttempts,
-                Now = clock.GetUtcNow().UtcDateTime,
-            }, cancellationToken: ct));
+            var id = await conn.ExecuteScalarAsync<long>(new CommandDefinition(TenantSql.InsertTenant, Row(0, name, settings), cancellationToken: ct));
             return (await GetAsync(id, ct))!;
         }
         catch (MySqlException ex) when (ex.ErrorCode == MySqlErrorCode.DuplicateKeyEntry)
@@ -67,15 +58,14 @@ public sealed class TenantService(MySqlDataSource db, TimeProvider clock)
             throw new ValidationException(errors);
         }
         await using var conn = await db.OpenConnectionAsync(ct);
-        await conn.ExecuteAsync(new CommandDefinition(TenantSql.UpdateTenant, new
-        {
-            Id = id,
-            DefaultTasks = string.Join(',', settings.DefaultTasks),
-            settings.Weight,
-            settings.RateLimit,
-            settings.RateBurst,
-            settings.MaxAttempts,
-            Now = clock.GetUtcNow().UtcDateTime,
-        }, cancellationToken: ct));
+        await conn.ExecuteAsync(new CommandDefinition(TenantSql.UpdateTenant, Row(id, null, settings), cancellationToken: ct));
     }
+
+    /// <summary>The arguments of an insert (which takes no id) and of an update (which takes no name); Dapper sends
+    /// only the ones a statement names.</summary>
+    private TenantRow Row(long id, string? name, TenantSettings settings) =>
+        new(id, name, string.Join(',', settings.DefaultTasks), settings.Weight, settings.RateLimit, settings.RateBurst, settings.MaxAttempts,
+            clock.GetUtcNow().UtcDateTime);
+
+    private sealed record TenantRow(long Id, string? Name, string DefaultTasks, int Weight, int RateLimit, int RateBurst, int MaxAttempts, DateTime Now);
 }

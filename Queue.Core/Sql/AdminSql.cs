@@ -8,44 +8,49 @@ public static class AdminSql
 {
     // ---- Queue view: lanes grouped per job, in claim order (blocked last), after a keyset cursor --------------------
 
+    /// <summary>What a queue page reads of each job's lanes; every column is in each of the indexes below (covering).</summary>
+    private const string QueuePageColumns = """
+        SELECT job_id AS JobId, blocked AS Blocked, value AS Value, MIN(available_at) AS AvailableAt,
+               COUNT(*) AS Lanes, GROUP_CONCAT(task ORDER BY task SEPARATOR ',') AS Tasks
+        """;
+
+    /// <summary>The keyset cursor's (value, job_id) within one blocked flag.</summary>
+    private const string QueuePageAfter = "(value > @Value OR (value = @Value AND job_id > @JobId))";
+
+    private const string QueuePageOrder = """
+        GROUP BY blocked, value, job_id
+        ORDER BY blocked, value, job_id
+        LIMIT @Limit
+        """;
+
     /// <summary>
     /// One row per job, in the order the next claim walks (<c>ix_ordering_any</c>: blocked, value, job_id). The keyset
     /// condition is spelled out as ORs so the range optimizer turns it into index ranges (row constructors are not).
-    /// Covering: every column read is in the index.
     /// </summary>
-    public const string QueuePage = """
-        SELECT job_id AS JobId, blocked AS Blocked, value AS Value, MIN(available_at) AS AvailableAt,
-               COUNT(*) AS Lanes, GROUP_CONCAT(task ORDER BY task SEPARATOR ',') AS Tasks
+    public const string QueuePage = $"""
+        {QueuePageColumns}
         FROM ordering FORCE INDEX (ix_ordering_any)
         WHERE blocked > @Blocked
-           OR (blocked = @Blocked AND (value > @Value OR (value = @Value AND job_id > @JobId)))
-        GROUP BY blocked, value, job_id
-        ORDER BY blocked, value, job_id
-        LIMIT @Limit
+           OR (blocked = @Blocked AND {QueuePageAfter})
+        {QueuePageOrder}
         """;
 
     /// <summary>The same for the workers that ask for one task (<c>ix_ordering_task</c>: blocked, task, value, job_id).</summary>
-    public const string QueuePageForTask = """
-        SELECT job_id AS JobId, blocked AS Blocked, value AS Value, MIN(available_at) AS AvailableAt,
-               COUNT(*) AS Lanes, GROUP_CONCAT(task ORDER BY task SEPARATOR ',') AS Tasks
+    public const string QueuePageForTask = $"""
+        {QueuePageColumns}
         FROM ordering FORCE INDEX (ix_ordering_task)
         WHERE (blocked > @Blocked AND task = @Task)
-           OR (blocked = @Blocked AND task = @Task AND (value > @Value OR (value = @Value AND job_id > @JobId)))
-        GROUP BY blocked, value, job_id
-        ORDER BY blocked, value, job_id
-        LIMIT @Limit
+           OR (blocked = @Blocked AND task = @Task AND {QueuePageAfter})
+        {QueuePageOrder}
         """;
 
     /// <summary>One tenant's jobs, in claim order (<c>ix_ordering_tenant</c>: blocked, tenant_id, value, job_id).</summary>
-    public const string QueuePageForTenant = """
-        SELECT job_id AS JobId, blocked AS Blocked, value AS Value, MIN(available_at) AS AvailableAt,
-               COUNT(*) AS Lanes, GROUP_CONCAT(task ORDER BY task SEPARATOR ',') AS Tasks
+    public const string QueuePageForTenant = $"""
+        {QueuePageColumns}
         FROM ordering FORCE INDEX (ix_ordering_tenant)
         WHERE (blocked > @Blocked AND tenant_id = @TenantId)
-           OR (blocked = @Blocked AND tenant_id = @TenantId AND (value > @Value OR (value = @Value AND job_id > @JobId)))
-        GROUP BY blocked, value, job_id
-        ORDER BY blocked, value, job_id
-        LIMIT @Limit
+           OR (blocked = @Blocked AND tenant_id = @TenantId AND {QueuePageAfter})
+        {QueuePageOrder}
         """;
 
     /// <summary>Job rows for one page of the queue view (primary-key lookups only).</summary>
@@ -114,14 +119,12 @@ public static class AdminSql
 
     // ---- Job page ------------------------------------------------------------------------------------------------
 
-    /// <summary>Live leases of one job, by index (<c>ix_items_job_state</c>).</summary>
-    public const string LiveLeasesOfJob = "SELECT COUNT(*) FROM items WHERE job_id = @JobId AND state = 1 AND due_at > @Now";
 
-    public const string DeadItemsOfJob = """
+    public const string DeadItemsOfJob = $"""
         SELECT id AS Id, document_id AS DocumentId, task AS Task, attempts AS Attempts, last_error AS LastError,
                updated_at AS UpdatedAt
         FROM items
-        WHERE job_id = @JobId AND state = 3 AND id > @After
+        WHERE job_id = @JobId AND state = {ItemStateSql.Dead} AND id > @After
         ORDER BY id
         LIMIT @Limit
         """;
@@ -161,27 +164,27 @@ public static class AdminSql
     public const string SetJobBlocked = "UPDATE jobs SET blocked = @Blocked, updated_at = @Now WHERE id = @JobId";
 
     /// <summary>Dead items back to ready, due now, with a fresh attempt budget; their error history stays.</summary>
-    public const string RequeueDeadItems = """
+    public const string RequeueDeadItems = $"""
         UPDATE items
-        SET state = 0, attempts = 0, due_at = @Now, lease_token = NULL, lease_expires_at = NULL, worker = NULL, updated_at = @Now
-        WHERE job_id = @JobId AND state = 3
+        SET state = {ItemStateSql.Ready}, attempts = 0, due_at = @Now, lease_token = NULL, lease_expires_at = NULL, worker = NULL, updated_at = @Now
+        WHERE job_id = @JobId AND state = {ItemStateSql.Dead}
         """;
 
-    public const string RequeueDeadItem = """
+    public const string RequeueDeadItem = $"""
         UPDATE items
-        SET state = 0, attempts = 0, due_at = @Now, lease_token = NULL, lease_expires_at = NULL, worker = NULL, updated_at = @Now
-        WHERE id = @ItemId AND job_id = @JobId AND state = 3
+        SET state = {ItemStateSql.Ready}, attempts = 0, due_at = @Now, lease_token = NULL, lease_expires_at = NULL, worker = NULL, updated_at = @Now
+        WHERE id = @ItemId AND job_id = @JobId AND state = {ItemStateSql.Dead}
         """;
 
     /// <summary>
     /// A done job with requeued items has work again. finished_at is assigned before state because MySQL assigns
     /// left to right, so the second test would otherwise see the new state.
     /// </summary>
-    public const string AfterRequeue = """
+    public const string AfterRequeue = $"""
         UPDATE jobs
         SET items_dead = items_dead - @Count,
-            finished_at = IF(state = 2, NULL, finished_at),
-            state = IF(state = 2, 1, state),
+            finished_at = IF(state = {JobStateSql.Done}, NULL, finished_at),
+            state = IF(state = {JobStateSql.Done}, {JobStateSql.Closed}, state),
             updated_at = @Now
         WHERE id = @JobId
         """;
@@ -218,10 +221,10 @@ public static class AdminSql
     /// Depth per tenant from the jobs counters (no item scan): one sequential pass over jobs, tenant names joined in
     /// memory. JobsWithWork counts the jobs that have lanes in the ordering (active items, not cancelled).
     /// </summary>
-    public const string DepthByTenant = """
+    public const string DepthByTenant = $"""
         SELECT tenant_id AS TenantId,
-               CAST(SUM(state IN (0, 1)) AS SIGNED) AS UnfinishedJobs,
-               CAST(SUM(state <> 3 AND items_total > items_done + items_dead + items_cancelled) AS SIGNED) AS JobsWithWork,
+               CAST(SUM(state IN ({JobStateSql.Open}, {JobStateSql.Closed})) AS SIGNED) AS UnfinishedJobs,
+               CAST(SUM(state <> {JobStateSql.Cancelled} AND items_total > items_done + items_dead + items_cancelled) AS SIGNED) AS JobsWithWork,
                CAST(SUM(items_total - items_done - items_dead - items_cancelled) AS SIGNED) AS Active,
                CAST(SUM(items_done) AS SIGNED) AS Done,
                CAST(SUM(items_dead) AS SIGNED) AS Dead,
@@ -269,7 +272,7 @@ public static class AdminSql
     /// column and the workers list. Only jobs with active items are probed, each through ix_items_job_state, so
     /// finished history costs nothing. Expired leases are counted apart: the next claim reclaims them.
     /// </summary>
-    public const string LeaseHolders = """
+    public const string LeaseHolders = $"""
         SELECT j.tenant_id AS TenantId,
                COALESCE(i.worker, '') AS Worker,
                CAST(SUM(i.due_at > @Now) AS SIGNED) AS Live,
@@ -278,7 +281,7 @@ public static class AdminSql
                MIN(i.updated_at) AS Since,
                MAX(i.updated_at) AS LastSeen,
                MIN(CASE WHEN i.due_at > @Now THEN i.due_at END) AS NextExpiry
-        FROM jobs j JOIN items i FORCE INDEX (ix_items_job_state) ON i.job_id = j.id AND i.state = 1
+        FROM jobs j JOIN items i FORCE INDEX (ix_items_job_state) ON i.job_id = j.id AND i.state = {ItemStateSql.Leased}
         WHERE j.items_total > j.items_done + j.items_dead + j.items_cancelled
         GROUP BY j.tenant_id, COALESCE(i.worker, '')
         """;

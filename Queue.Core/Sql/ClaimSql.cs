@@ -94,7 +94,7 @@ public static class ClaimSql
     /// </summary>
     public static string LeaseItems(int count, IReadOnlyCollection<int> expired) => $"""
         UPDATE items
-        SET state = 1, attempts = attempts + 1,
+        SET state = {ItemStateSql.Leased}, attempts = attempts + 1,
             lease_token = CASE id {SqlRows.Join("WHEN @i# THEN @t#", count, " ")} END,
             lease_expires_at = CASE id {SqlRows.Join("WHEN @i# THEN @u#", count, " ")} END,
             due_at = lease_expires_at,
@@ -117,7 +117,7 @@ public static class ClaimSql
     /// </summary>
     public static string ReserveItems(int count, IReadOnlyCollection<int> expired) => $"""
         UPDATE items
-        SET state = 1,
+        SET state = {ItemStateSql.Leased},
             lease_token = CASE id {SqlRows.Join("WHEN @i# THEN @t#", count, " ")} END,
             lease_expires_at = NULL,
             due_at = CASE id {SqlRows.Join("WHEN @i# THEN @u#", count, " ")} END,
@@ -141,7 +141,7 @@ public static class ClaimSql
             due_at = lease_expires_at,
             worker = CASE id {SqlRows.Join("WHEN @i# THEN @w#", count, " ")} END,
             updated_at = @Now
-        WHERE id IN ({SqlRows.Join("@i#", count, ", ")}) AND state = 1 AND lease_expires_at IS NULL
+        WHERE id IN ({SqlRows.Join("@i#", count, ", ")}) AND state = {ItemStateSql.Leased} AND lease_expires_at IS NULL
           AND lease_token = CASE id {SqlRows.Join("WHEN @i# THEN @t#", count, " ")} END
         """;
 
@@ -159,19 +159,19 @@ public static class ClaimSql
     public const string TakenWith = "SELECT id FROM items WHERE id = @Id AND lease_token = @Token LOCK IN SHARE MODE";
 
     /// <summary>Gives back a reservation that was never handed out: ready again at once, nothing counted.</summary>
-    public const string ReleaseReservation = """
-        UPDATE items SET state = 0, lease_token = NULL, due_at = @Now, updated_at = @Now
-        WHERE id = @Id AND lease_token = @Token AND state = 1 AND lease_expires_at IS NULL
+    public const string ReleaseReservation = $"""
+        UPDATE items SET state = {ItemStateSql.Ready}, lease_token = NULL, due_at = @Now, updated_at = @Now
+        WHERE id = @Id AND lease_token = @Token AND state = {ItemStateSql.Leased} AND lease_expires_at IS NULL
         """;
 
     /// <summary>
     /// Gives back a lease that was claimed for a caller who left before it was handed out: as if never claimed. A lease
     /// handed out from the buffer and not written down yet is still a reservation in the row, and counted no attempt.
     /// </summary>
-    public const string ReleaseLease = """
-        UPDATE items SET state = 0, attempts = attempts - (lease_expires_at IS NOT NULL), lease_token = NULL, lease_expires_at = NULL, worker = NULL,
+    public const string ReleaseLease = $"""
+        UPDATE items SET state = {ItemStateSql.Ready}, attempts = attempts - (lease_expires_at IS NOT NULL), lease_token = NULL, lease_expires_at = NULL, worker = NULL,
             due_at = @Now, updated_at = @Now
-        WHERE id = @Id AND lease_token = @Token AND state = 1
+        WHERE id = @Id AND lease_token = @Token AND state = {ItemStateSql.Leased}
         """;
 
     public const string RecordError = """
@@ -235,7 +235,7 @@ public static class ClaimSql
         """;
 
     /// <summary>Which of the jobs of released items were cancelled meanwhile (PRIMARY).</summary>
-    public const string CancelledJobsAmong = "SELECT id FROM jobs WHERE id IN @JobIds AND state = 3";
+    public const string CancelledJobsAmong = $"SELECT id FROM jobs WHERE id IN @JobIds AND state = {JobStateSql.Cancelled}";
 
     /// <summary>An item became claimable at @At (a fail's due time, a release): the lane must not hide it.</summary>
     public const string LowerLaneHint = """
@@ -263,24 +263,24 @@ public static class ClaimSql
     /// (its 204 lost, or its commit's outcome unknown) is recognised and answered 204 without a second completion.
     /// </summary>
     public static string CompleteItems(int count) => $"""
-        UPDATE items SET {AttemptOfHandout}, state = 2, lease_expires_at = NULL, due_at = @Now, updated_at = @Now
+        UPDATE items SET {AttemptOfHandout}, state = {ItemStateSql.Done}, lease_expires_at = NULL, due_at = @Now, updated_at = @Now
         WHERE id IN ({SqlRows.Join("@i#", count, ", ")})
         """;
 
     public const string KillItem = $"""
-        UPDATE items SET {AttemptOfHandout}, state = 3, lease_token = NULL, lease_expires_at = NULL, last_error = @Error, due_at = @Now,
+        UPDATE items SET {AttemptOfHandout}, state = {ItemStateSql.Dead}, lease_token = NULL, lease_expires_at = NULL, last_error = @Error, due_at = @Now,
             updated_at = @Now
         WHERE id = @Id
         """;
 
     public const string CancelItem = $"""
-        UPDATE items SET {AttemptOfHandout}, state = 4, lease_token = NULL, lease_expires_at = NULL, last_error = @Error, due_at = @Now,
+        UPDATE items SET {AttemptOfHandout}, state = {ItemStateSql.Cancelled}, lease_token = NULL, lease_expires_at = NULL, last_error = @Error, due_at = @Now,
             updated_at = @Now
         WHERE id = @Id
         """;
 
     public const string RetryItem = $"""
-        UPDATE items SET {AttemptOfHandout}, state = 0, lease_token = NULL, lease_expires_at = NULL, last_error = @Error, due_at = @Due,
+        UPDATE items SET {AttemptOfHandout}, state = {ItemStateSql.Ready}, lease_token = NULL, lease_expires_at = NULL, last_error = @Error, due_at = @Due,
             updated_at = @Now
         WHERE id = @Id
         """;
@@ -297,9 +297,9 @@ public static class ClaimSql
         """;
 
     /// <summary>After the counters in the same SET: a closed job with nothing active left is done, now.</summary>
-    private const string CloseOutWhenFinished = """
-        finished_at = IF(state = 1 AND items_total = items_done + items_dead + items_cancelled, @Now, finished_at),
-            state = IF(state = 1 AND items_total = items_done + items_dead + items_cancelled, 2, state),
+    private const string CloseOutWhenFinished = $"""
+        finished_at = IF(state = {JobStateSql.Closed} AND items_total = items_done + items_dead + items_cancelled, @Now, finished_at),
+            state = IF(state = {JobStateSql.Closed} AND items_total = items_done + items_dead + items_cancelled, {JobStateSql.Done}, state),
             updated_at = @Now
         """;
 
@@ -339,16 +339,16 @@ public static class ClaimSql
 
     public const string ExtendLease = $"""
         UPDATE items SET {AttemptOfHandout}, lease_expires_at = @Expires, due_at = @Expires, worker = COALESCE(@Worker, worker), updated_at = @Now
-        WHERE id = @Id AND lease_token = @Token AND state = 1 AND due_at > @Now
+        WHERE id = @Id AND lease_token = @Token AND state = {ItemStateSql.Leased} AND due_at > @Now
         """;
 
     public const string ItemExists = "SELECT COUNT(*) FROM items WHERE id = @Id";
 
     /// <summary>The document of a live lease; no row means a stale or foreign token (or no such item).</summary>
-    public const string DocumentOfLease = """
+    public const string DocumentOfLease = $"""
         SELECT d.id AS Id, d.name AS Name, d.content_type AS ContentType, d.size AS Size
         FROM items i JOIN documents d ON d.id = i.document_id
-        WHERE i.id = @Id AND i.lease_token = @Token AND i.state = 1 AND i.due_at > @Now
+        WHERE i.id = @Id AND i.lease_token = @Token AND i.state = {ItemStateSql.Leased} AND i.due_at > @Now
         """;
 
     public const string DocumentContent = "SELECT content FROM document_content WHERE document_id = @DocumentId";
@@ -384,12 +384,12 @@ public static class ClaimSql
         GROUP BY t.name
         """;
 
-    public const string LeasedByTenant = """
+    public const string LeasedByTenant = $"""
         SELECT t.name AS Tenant, COUNT(*) AS Leased
         FROM jobs j FORCE INDEX (ix_jobs_state_finished)
-        JOIN items i FORCE INDEX (ix_items_job_state) ON i.job_id = j.id AND i.state = 1 AND i.due_at > @Now
+        JOIN items i FORCE INDEX (ix_items_job_state) ON i.job_id = j.id AND i.state = {ItemStateSql.Leased} AND i.due_at > @Now
         JOIN tenants t ON t.id = j.tenant_id
-        WHERE j.state IN (0, 1, 3)
+        WHERE j.state IN ({JobStateSql.Open}, {JobStateSql.Closed}, {JobStateSql.Cancelled})
         GROUP BY t.name
         """;
 

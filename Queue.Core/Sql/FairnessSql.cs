@@ -88,19 +88,27 @@ public static class FairnessSql
         FROM jobs WHERE id = @JobId
         """;
 
-    /// <summary>The job's place in the ordering: all its lanes share value and mode; claimable if any lane is.</summary>
-    public const string ExplainLanes = """
-        SELECT COUNT(*) AS Lanes, MIN(value) AS Value, MIN(mode) AS Mode, MAX(blocked) AS Blocked,
-               MAX(IF(blocked = 0 AND available_at <= @Now, 1, 0)) AS Claimable
-        FROM ordering WHERE job_id = @JobId
-        """;
-
-    /// <summary>Leases still live: the job's ready items are its active ones minus these (an expired lease counts as ready).</summary>
-    public const string ExplainLiveLeases = "SELECT COUNT(*) FROM items WHERE job_id = @JobId AND state = 1 AND due_at > @Now";
-
     public const string ExplainOverride = """
         SELECT priority AS Priority, expires_at AS ExpiresAt FROM overrides
         WHERE job_id = @JobId AND active = 1 AND expires_at > @Now ORDER BY id DESC LIMIT 1
+        """;
+
+    /// <summary>The jobs ahead, by why (an override, a smaller value, or an older job), and their active items: the
+    /// two queries below differ only in the lanes they walk.</summary>
+    private const string AheadByReason = """
+        SELECT a.reason AS Reason, COUNT(*) AS Jobs, CAST(COALESCE(SUM(j.items_total - j.items_done - j.items_dead - j.items_cancelled), 0) AS SIGNED) AS Items
+        FROM (
+          SELECT job_id,
+                 CASE WHEN MIN(mode) = 'override' THEN 'override'
+                      WHEN MIN(value) < @Value AND MIN(mode) = 'smallest' THEN 'smaller'
+                      ELSE 'older' END AS reason
+        """;
+
+    private const string AheadByReasonEnd = """
+          GROUP BY value, job_id HAVING MIN(available_at) <= @Now
+          LIMIT @Cap
+        ) a JOIN jobs j ON j.id = a.job_id
+        GROUP BY a.reason
         """;
 
     /// <summary>
@@ -109,35 +117,19 @@ public static class FairnessSql
     /// ix_ordering_any in (value, job_id) order and stops after @Cap claimable jobs (ExplainService estimates the rest).
     /// </summary>
     public const string ExplainAhead = $"""
-        SELECT a.reason AS Reason, COUNT(*) AS Jobs, CAST(COALESCE(SUM(j.items_total - j.items_done - j.items_dead - j.items_cancelled), 0) AS SIGNED) AS Items
-        FROM (
-          SELECT job_id,
-                 CASE WHEN MIN(mode) = 'override' THEN 'override'
-                      WHEN MIN(value) < @Value AND MIN(mode) = 'smallest' THEN 'smaller'
-                      ELSE 'older' END AS reason
+        {AheadByReason}
           FROM ordering FORCE INDEX (ix_ordering_any)
           WHERE blocked = 0 AND {OrderingSql.InCurrentBand} AND job_id <> @JobId AND (value < @Value OR (value = @Value AND job_id < @JobId))
-          GROUP BY value, job_id HAVING MIN(available_at) <= @Now
-          LIMIT @Cap
-        ) a JOIN jobs j ON j.id = a.job_id
-        GROUP BY a.reason
+        {AheadByReasonEnd}
         """;
 
     /// <summary>The same, within one tenant (tenant-fair: only the own tenant's jobs compete by value), on ix_ordering_tenant.</summary>
     public const string ExplainAheadInTenant = $"""
-        SELECT a.reason AS Reason, COUNT(*) AS Jobs, CAST(COALESCE(SUM(j.items_total - j.items_done - j.items_dead - j.items_cancelled), 0) AS SIGNED) AS Items
-        FROM (
-          SELECT job_id,
-                 CASE WHEN MIN(mode) = 'override' THEN 'override'
-                      WHEN MIN(value) < @Value AND MIN(mode) = 'smallest' THEN 'smaller'
-                      ELSE 'older' END AS reason
+        {AheadByReason}
           FROM ordering FORCE INDEX (ix_ordering_tenant)
           WHERE blocked = 0 AND tenant_id = @TenantId AND {OrderingSql.InCurrentBand} AND job_id <> @JobId
             AND mode <> 'override' AND (value < @Value OR (value = @Value AND job_id < @JobId))
-          GROUP BY value, job_id HAVING MIN(available_at) <= @Now
-          LIMIT @Cap
-        ) a JOIN jobs j ON j.id = a.job_id
-        GROUP BY a.reason
+        {AheadByReasonEnd}
         """;
 
     /// <summary>Index dive (optimizer estimate) of one tenant's lanes ahead, for explanations deeper than @Cap.</summary>
@@ -173,10 +165,10 @@ public static class FairnessSql
     // ---- The fairness monitor of each Api process (samples every few seconds, a report every minute).
 
 
-    public const string FinishedJobs = """
+    public const string FinishedJobs = $"""
         SELECT tenant_id AS TenantId, id AS JobId, items_total AS Items, created_at AS CreatedAt, finished_at AS FinishedAt
         FROM jobs FORCE INDEX (ix_jobs_state_finished)
-        WHERE state = 2 AND finished_at > @Since
+        WHERE state = {JobStateSql.Done} AND finished_at > @Since
         """;
 
     public const string TenantNames = "SELECT id AS Id, name AS Name FROM tenants";

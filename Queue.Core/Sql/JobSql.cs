@@ -17,9 +17,9 @@ public static class JobSql
         SELECT id AS Id, name AS Name, size AS Size, sha256 AS Sha256 FROM documents WHERE job_id = @JobId AND id >= @From ORDER BY id LIMIT @Max
         """;
 
-    public const string InsertJob = """
+    public const string InsertJob = $"""
         INSERT INTO jobs (tenant_id, name, state, tasks, created_at, updated_at)
-        VALUES (@TenantId, @Name, 0, @Tasks, @Now, @Now);
+        VALUES (@TenantId, @Name, {JobStateSql.Open}, @Tasks, @Now, @Now);
         SELECT LAST_INSERT_ID();
         """;
 
@@ -44,7 +44,7 @@ public static class JobSql
     /// A grouped upload's jobs that are still open, locked in id order (PRIMARY) so concurrent groups cannot deadlock
     /// on each other's job rows; the tenant was checked before the upload was queued.
     /// </summary>
-    public const string LockOpenJobsForUpload = "SELECT id FROM jobs WHERE id IN @Ids AND state = 0 ORDER BY id FOR UPDATE";
+    public const string LockOpenJobsForUpload = $"SELECT id FROM jobs WHERE id IN @Ids AND state = {JobStateSql.Open} ORDER BY id FOR UPDATE";
 
     /// <summary>The tasks of an upload as rows, in the job's order, so one statement fans a document out into items.</summary>
     private const string TaskRows = "JSON_TABLE(@Tasks, '$[*]' COLUMNS (ord FOR ORDINALITY, task VARCHAR(32) PATH '$')) t";
@@ -53,13 +53,13 @@ public static class JobSql
     /// A document whose bytes are already in hand (small raw uploads): row, bytes and one item per task in one round trip.
     /// The user variable carries the new id between the statements, whatever the auto-increment lock mode.
     /// </summary>
-    public const string InsertSmallDocument = """
+    public const string InsertSmallDocument = $"""
         INSERT INTO documents (job_id, tenant_id, name, content_type, size, sha256, created_at)
         VALUES (@JobId, @TenantId, @Name, @ContentType, @Size, @Sha256, @Now);
         SET @queue_document_id = LAST_INSERT_ID();
         INSERT INTO document_content (document_id, content) VALUES (@queue_document_id, @Content);
         INSERT INTO items (job_id, document_id, task, state, due_at, created_at, updated_at)
-        SELECT @JobId, @queue_document_id, t.task, 0, @Now, @Now, @Now FROM
+        SELECT @JobId, @queue_document_id, t.task, {ItemStateSql.Ready}, @Now, @Now, @Now FROM
         """ + " " + TaskRows + """
          ORDER BY t.ord;
         SELECT @queue_document_id;
@@ -76,14 +76,14 @@ public static class JobSql
     public const string InsertOneContent = "INSERT INTO document_content (document_id, content) VALUES (LAST_INSERT_ID(), @Content)";
 
     /// <summary>The one item of a lone document with one task (the commonest job): plain VALUES, no task list to shred.</summary>
-    public const string InsertOneDocumentItem = """
+    public const string InsertOneDocumentItem = $"""
         INSERT INTO items (job_id, document_id, task, state, due_at, created_at, updated_at)
-        VALUES (@JobId, LAST_INSERT_ID(), @Task, 0, @Now, @Now, @Now)
+        VALUES (@JobId, LAST_INSERT_ID(), @Task, {ItemStateSql.Ready}, @Now, @Now, @Now)
         """;
 
-    public const string InsertOneDocumentItems = """
+    public const string InsertOneDocumentItems = $"""
         INSERT INTO items (job_id, document_id, task, state, due_at, created_at, updated_at)
-        SELECT @JobId, LAST_INSERT_ID(), t.task, 0, @Now, @Now, @Now FROM
+        SELECT @JobId, LAST_INSERT_ID(), t.task, {ItemStateSql.Ready}, @Now, @Now, @Now FROM
         """ + " " + TaskRows + """
          ORDER BY t.ord
         """;
@@ -113,9 +113,9 @@ public static class JobSql
         """;
 
     /// <summary>One item per task for every document of a job that is still being created in this transaction.</summary>
-    public const string InsertItemsForNewJob = """
+    public const string InsertItemsForNewJob = $"""
         INSERT INTO items (job_id, document_id, task, state, due_at, created_at, updated_at)
-        SELECT d.job_id, d.id, t.task, 0, @Now, @Now, @Now
+        SELECT d.job_id, d.id, t.task, {ItemStateSql.Ready}, @Now, @Now, @Now
         FROM documents d CROSS JOIN
         """ + " " + TaskRows + """
 
@@ -129,8 +129,8 @@ public static class JobSql
     /// reservation's end): ix_items_job_state's job_id prefix. RANDOM_BYTES is MariaDB's secure generator, a token as
     /// unguessable as the Api's own. docs/DESIGN.md "New work straight into the buffer".
     /// </summary>
-    public const string ReserveNewJobItems = """
-        UPDATE items SET state = 1, lease_token = RANDOM_BYTES(16), due_at = @Until, updated_at = @Now
+    public const string ReserveNewJobItems = $"""
+        UPDATE items SET state = {ItemStateSql.Leased}, lease_token = RANDOM_BYTES(16), due_at = @Until, updated_at = @Now
         WHERE job_id = @JobId
         """;
 
@@ -160,10 +160,10 @@ public static class JobSql
     /// <summary>Run as a prepared statement with a Stream value: MySqlConnector sends it with COM_STMT_SEND_LONG_DATA.</summary>
     public const string InsertStreamedContent = "INSERT INTO document_content (document_id, content) VALUES (@DocumentId, @Content)";
 
-    public const string FinishStreamedDocument = """
+    public const string FinishStreamedDocument = $"""
         UPDATE documents SET size = @Size, sha256 = @Sha256 WHERE id = @DocumentId;
         INSERT INTO items (job_id, document_id, task, state, due_at, created_at, updated_at)
-        SELECT @JobId, @DocumentId, t.task, 0, @Now, @Now, @Now FROM
+        SELECT @JobId, @DocumentId, t.task, {ItemStateSql.Ready}, @Now, @Now, @Now FROM
         """ + " " + TaskRows + """
          ORDER BY t.ord
         """;
@@ -173,15 +173,15 @@ public static class JobSql
     /// while the bytes streamed matches no row, and the whole upload is rolled back. MariaDB assigns left to right,
     /// so the state sees the new counters.
     /// </summary>
-    public const string AddToJob = """
+    public const string AddToJob = $"""
         UPDATE jobs SET
           documents = documents + @Documents,
           items_total = items_total + @Items,
           finished_at = IF(@Close = 1 AND items_total - items_done - items_dead - items_cancelled = 0, @Now, finished_at),
           closed_at = IF(@Close = 1, @Now, closed_at),
-          state = IF(@Close = 1, IF(items_total - items_done - items_dead - items_cancelled = 0, 2, 1), state),
+          state = IF(@Close = 1, IF(items_total - items_done - items_dead - items_cancelled = 0, {JobStateSql.Done}, {JobStateSql.Closed}), state),
           updated_at = @Now
-        WHERE id = @JobId AND state = 0
+        WHERE id = @JobId AND state = {JobStateSql.Open}
         """;
 
     /// <summary>
@@ -194,28 +194,28 @@ public static class JobSql
         SET documents = documents + CASE id {SqlRows.Join("WHEN @j# THEN @d#", count, " ")} ELSE 0 END,
             items_total = items_total + CASE id {SqlRows.Join("WHEN @j# THEN @n#", count, " ")} ELSE 0 END,
             updated_at = @Now
-        WHERE id IN ({SqlRows.Join("@j#", count, ", ")}) AND state = 0
+        WHERE id IN ({SqlRows.Join("@j#", count, ", ")}) AND state = {JobStateSql.Open}
         """;
 
     /// <summary>Closing a job with nothing left to do makes it done at once.</summary>
-    public const string CloseJob = """
+    public const string CloseJob = $"""
         UPDATE jobs SET
           finished_at = IF(items_total - items_done - items_dead - items_cancelled = 0, @Now, NULL),
           closed_at = @Now,
-          state = IF(items_total - items_done - items_dead - items_cancelled = 0, 2, 1),
+          state = IF(items_total - items_done - items_dead - items_cancelled = 0, {JobStateSql.Done}, {JobStateSql.Closed}),
           updated_at = @Now
-        WHERE id = @JobId AND tenant_id = @TenantId AND state = 0
+        WHERE id = @JobId AND tenant_id = @TenantId AND state = {JobStateSql.Open}
         """;
 
-    public const string CancelJob = """
-        UPDATE jobs SET state = 3, finished_at = @Now, updated_at = @Now
-        WHERE id = @JobId AND tenant_id = @TenantId AND state IN (0, 1)
+    public const string CancelJob = $"""
+        UPDATE jobs SET state = {JobStateSql.Cancelled}, finished_at = @Now, updated_at = @Now
+        WHERE id = @JobId AND tenant_id = @TenantId AND state IN ({JobStateSql.Open}, {JobStateSql.Closed})
         """;
 
     /// <summary>Ready items, and leases already expired (which count as ready), are cancelled; live leases may still finish.</summary>
-    public const string CancelReadyItems = """
-        UPDATE items SET state = 4, lease_token = NULL, lease_expires_at = NULL, updated_at = @Now
-        WHERE job_id = @JobId AND state IN (0, 1) AND (state = 0 OR due_at <= @Now)
+    public const string CancelReadyItems = $"""
+        UPDATE items SET state = {ItemStateSql.Cancelled}, lease_token = NULL, lease_expires_at = NULL, updated_at = @Now
+        WHERE job_id = @JobId AND state IN ({ItemStateSql.Ready}, {ItemStateSql.Leased}) AND (state = {ItemStateSql.Ready} OR due_at <= @Now)
         """;
 
     public const string AddCancelled = "UPDATE jobs SET items_cancelled = items_cancelled + @Count, updated_at = @Now WHERE id = @JobId";
@@ -246,12 +246,16 @@ public static class JobSql
         """;
 
     /// <summary>Live leases of one job, counted on ix_items_job_state without touching ready items.</summary>
-    public const string LiveLeases = "SELECT COUNT(*) FROM items WHERE job_id = @JobId AND state = 1 AND due_at > @Now";
+    public const string LiveLeases = $"SELECT COUNT(*) FROM items WHERE job_id = @JobId AND state = {ItemStateSql.Leased} AND due_at > @Now";
 
-    /// <summary>The job's lanes: every lane carries the job's value, mode and blocked flag.</summary>
+    /// <summary>
+    /// The job's lanes (ordering's PRIMARY, job_id first): every lane carries the job's value, mode and blocked flag.
+    /// Claimable: a lane neither blocked nor hidden. For the status and the explanation (<see cref="Jobs.JobLanesRow"/>).
+    /// </summary>
     public const string JobLanes = """
         SELECT COUNT(*) AS Lanes, MIN(value) AS Value, MIN(mode) AS Mode, MAX(blocked) AS Blocked,
-               MIN(IF(available_at <= @Now, 1, 0)) AS AllWaiting, MAX(IF(available_at <= @Now, 1, 0)) AS AnyClaimable
+               MIN(IF(available_at <= @Now, 1, 0)) AS AllWaiting, MAX(IF(available_at <= @Now, 1, 0)) AS AnyClaimable,
+               MAX(IF(blocked = 0 AND available_at <= @Now, 1, 0)) AS Claimable
         FROM ordering WHERE job_id = @JobId
         """;
 
@@ -283,11 +287,11 @@ public static class JobSql
 
     /// <summary>All states: five short ranges of ix_items_job_list merged, instead of sorting the job's items.</summary>
     public const string ItemsPage = "SELECT * FROM ("
-        + "(SELECT " + ItemColumns + " FROM items WHERE job_id = @JobId AND state = 0 AND id > @After ORDER BY id LIMIT @Limit) UNION ALL "
-        + "(SELECT " + ItemColumns + " FROM items WHERE job_id = @JobId AND state = 1 AND id > @After ORDER BY id LIMIT @Limit) UNION ALL "
-        + "(SELECT " + ItemColumns + " FROM items WHERE job_id = @JobId AND state = 2 AND id > @After ORDER BY id LIMIT @Limit) UNION ALL "
-        + "(SELECT " + ItemColumns + " FROM items WHERE job_id = @JobId AND state = 3 AND id > @After ORDER BY id LIMIT @Limit) UNION ALL "
-        + "(SELECT " + ItemColumns + " FROM items WHERE job_id = @JobId AND state = 4 AND id > @After ORDER BY id LIMIT @Limit)"
+        + "(SELECT " + ItemColumns + $" FROM items WHERE job_id = @JobId AND state = {ItemStateSql.Ready} AND id > @After ORDER BY id LIMIT @Limit) UNION ALL "
+        + "(SELECT " + ItemColumns + $" FROM items WHERE job_id = @JobId AND state = {ItemStateSql.Leased} AND id > @After ORDER BY id LIMIT @Limit) UNION ALL "
+        + "(SELECT " + ItemColumns + $" FROM items WHERE job_id = @JobId AND state = {ItemStateSql.Done} AND id > @After ORDER BY id LIMIT @Limit) UNION ALL "
+        + "(SELECT " + ItemColumns + $" FROM items WHERE job_id = @JobId AND state = {ItemStateSql.Dead} AND id > @After ORDER BY id LIMIT @Limit) UNION ALL "
+        + "(SELECT " + ItemColumns + $" FROM items WHERE job_id = @JobId AND state = {ItemStateSql.Cancelled} AND id > @After ORDER BY id LIMIT @Limit)"
         + ") x ORDER BY Id LIMIT @Limit";
 
     /// <summary>Completions of every tenant so far (Api processes add their deltas every few seconds).</summary>

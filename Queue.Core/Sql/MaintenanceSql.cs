@@ -4,16 +4,16 @@ namespace Queue.Core.Sql;
 public static class MaintenanceSql
 {
     /// <summary>Cancelled jobs that still hold leases which have expired (their lanes are gone, so no claim settles them).</summary>
-    public const string CancelledJobsWithExpiredLeases = """
+    public const string CancelledJobsWithExpiredLeases = $"""
         SELECT j.id FROM jobs j
-        WHERE j.state = 3 AND EXISTS (SELECT 1 FROM items i WHERE i.job_id = j.id AND i.state = 1 AND i.due_at <= @Now)
+        WHERE j.state = {JobStateSql.Cancelled} AND EXISTS (SELECT 1 FROM items i WHERE i.job_id = j.id AND i.state = {ItemStateSql.Leased} AND i.due_at <= @Now)
         LIMIT @Limit
         """;
 
-    public const string CancelExpiredLeasesOfJob = """
-        UPDATE items SET state = 4, lease_token = NULL, lease_expires_at = NULL, last_error = 'job cancelled', due_at = @Now,
+    public const string CancelExpiredLeasesOfJob = $"""
+        UPDATE items SET state = {ItemStateSql.Cancelled}, lease_token = NULL, lease_expires_at = NULL, last_error = 'job cancelled', due_at = @Now,
             updated_at = @Now
-        WHERE job_id = @JobId AND state = 1 AND due_at <= @Now
+        WHERE job_id = @JobId AND state = {ItemStateSql.Leased} AND due_at <= @Now
         """;
 
     public const string CountCancelled = """
@@ -32,18 +32,18 @@ public static class MaintenanceSql
     /// Done or cancelled jobs that finished before the cutoff, after the cursor, oldest first. Uses
     /// ix_jobs_state_finished (state, finished_at).
     /// </summary>
-    public const string FinishedJobs = """
+    public const string FinishedJobs = $"""
         SELECT id AS Id, finished_at AS FinishedAt
         FROM jobs
-        WHERE state IN (2, 3) AND finished_at >= @CursorAt AND finished_at < @Cutoff
+        WHERE state IN ({JobStateSql.Done}, {JobStateSql.Cancelled}) AND finished_at >= @CursorAt AND finished_at < @Cutoff
           AND (finished_at > @CursorAt OR id > @CursorId)
         ORDER BY finished_at, id
         LIMIT @Limit
         """;
 
     /// <summary>A purge batch's check: the job is still finished before the cutoff, its row locked against a requeue (PRIMARY).</summary>
-    public const string LockPurgeableJob = """
-        SELECT id FROM jobs WHERE id = @JobId AND state IN (2, 3) AND finished_at < @Cutoff FOR UPDATE
+    public const string LockPurgeableJob = $"""
+        SELECT id FROM jobs WHERE id = @JobId AND state IN ({JobStateSql.Done}, {JobStateSql.Cancelled}) AND finished_at < @Cutoff FOR UPDATE
         """;
 
     public const string ItemBatch = "SELECT id FROM items WHERE job_id = @JobId ORDER BY id LIMIT @Limit";
@@ -82,10 +82,10 @@ public static class MaintenanceSql
         """;
 
     /// <summary>Live leases per tenant, counted on ix_items_job_state for the jobs that still have active items.</summary>
-    public const string TenantLiveLeases = """
+    public const string TenantLiveLeases = $"""
         SELECT j.tenant_id AS TenantId, COUNT(*) AS Leased
         FROM jobs j
-        JOIN items i ON i.job_id = j.id AND i.state = 1 AND i.due_at > @Now
+        JOIN items i ON i.job_id = j.id AND i.state = {ItemStateSql.Leased} AND i.due_at > @Now
         WHERE j.items_total - j.items_done - j.items_dead - j.items_cancelled > 0
         GROUP BY j.tenant_id
         """;

@@ -45,7 +45,7 @@ public static class PreviewSql
                 WHERE @Task IS NULL OR EXISTS (SELECT 1 FROM ordering x WHERE x.job_id = o.job_id AND x.task = @Task)
                 GROUP BY o.job_id) l
           STRAIGHT_JOIN jobs j ON j.id = l.job_id
-          WHERE j.state <> 3 AND j.items_total - j.items_done - j.items_dead - j.items_cancelled > 0
+          WHERE j.state <> {JobStateSql.Cancelled} AND j.items_total - j.items_done - j.items_dead - j.items_cancelled > 0
         ) r
         LEFT JOIN JSON_TABLE(@WhatIf, '$[*]' COLUMNS (job_id BIGINT PATH '$.j', priority BIGINT PATH '$.v')) w ON w.job_id = r.job_id
         ORDER BY IF(@OverridesFirst = 1, IsOverride, 0) DESC, Value, JobId

@@ -97,14 +97,14 @@ public static class RewriteSql
                r.seen_mode,
         """;
 
-    internal const string FillValuesFromLanes = """
+    internal const string FillValuesFromLanes = $"""
         FROM (
           SELECT j.id AS job_id,
-                 IF(j.state <> 3 AND j.items_total - j.items_done - j.items_dead - j.items_cancelled > 0, 1, 0) AS has_work,
+                 IF(j.state <> {JobStateSql.Cancelled} AND j.items_total - j.items_done - j.items_dead - j.items_cancelled > 0, 1, 0) AS has_work,
                  j.items_total - j.items_done - j.items_dead - j.items_cancelled AS remaining,
                  o.priority, l.seen_mode, l.seen_value, l.blocked,
                  ROW_NUMBER() OVER (
-                   PARTITION BY IF(j.state <> 3 AND j.items_total - j.items_done - j.items_dead - j.items_cancelled > 0, 1, 0)
+                   PARTITION BY IF(j.state <> {JobStateSql.Cancelled} AND j.items_total - j.items_done - j.items_dead - j.items_cancelled > 0, 1, 0)
                    ORDER BY j.id) AS age_rank
           FROM (SELECT job_id, MIN(mode) AS seen_mode, MIN(value) AS seen_value, MAX(blocked) AS blocked FROM ordering
         """;
@@ -125,13 +125,13 @@ public static class RewriteSql
     /// after the snapshot keeps its lanes. STRAIGHT_JOIN: driven from the few candidates, so only their lanes are read
     /// with locks, never a locking scan of the whole ordering (which would queue behind any claimer's lane update).
     /// </summary>
-    public const string RemoveFinished = """
+    public const string RemoveFinished = $"""
         DELETE o
         FROM rewrite_values v
         STRAIGHT_JOIN jobs j ON j.id = v.job_id
         STRAIGHT_JOIN ordering o ON o.job_id = v.job_id
         WHERE v.has_work = 0
-          AND (j.state = 3 OR j.items_total - j.items_done - j.items_dead - j.items_cancelled <= 0)
+          AND (j.state = {JobStateSql.Cancelled} OR j.items_total - j.items_done - j.items_dead - j.items_cancelled <= 0)
         """;
 
     /// <summary>

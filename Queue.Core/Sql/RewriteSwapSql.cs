@@ -145,9 +145,9 @@ public static class RewriteSwapSql
     /// Lanes of jobs the snapshot saw with no work left are left out, unless the job has work again now (read again
     /// here, as <see cref="RewriteSql.RemoveFinished"/> does).
     /// </summary>
-    private const string StillWanted = """
+    private const string StillWanted = $"""
         (v.job_id IS NULL OR v.has_work = 1
-               OR EXISTS (SELECT 1 FROM jobs j WHERE j.id = o.job_id AND j.state <> 3
+               OR EXISTS (SELECT 1 FROM jobs j WHERE j.id = o.job_id AND j.state <> {JobStateSql.Cancelled}
                           AND j.items_total - j.items_done - j.items_dead - j.items_cancelled > 0))
         """;
 

@@ -1,4 +1,7 @@
 using Quartz;
+using Queue.Core.Admin;
+using Queue.Core.Claims;
+using Queue.Core.Jobs;
 using Queue.Core.Maintenance;
 using Queue.Core.Ordering;
 

@@ -4,12 +4,12 @@ using Microsoft.Extensions.Options;
 using MySqlConnector;
 using Queue.Core.Data;
 using Queue.Core.Ordering;
+using Queue.Tests.Infrastructure;
 
 namespace Queue.Tests.Admin;
 
 /// <summary>
-/// Puts jobs into the real schema the way a submission does (job, documents, one item per task, lanes placed by
-/// <see cref="OrderingLanes"/>), so the Admin tests do not depend on the customer API being merged.
+/// Jobs for the Admin tests (<see cref="JobSeed"/>), and what the claim engine would later do to them.
 /// </summary>
 public sealed class AdminSeed(MySqlDataSource db, TimeProvider? clock = null)
 {
@@ -18,38 +18,9 @@ public sealed class AdminSeed(MySqlDataSource db, TimeProvider? clock = null)
     public OrderingLanes Lanes => new(new OrderingCalendar(clock, Options.Create(new OrderingOptions())), clock);
 
     /// <summary>A closed job of <paramref name="documents"/> documents, each one item per task, all ready now.</summary>
-    public async Task<long> JobAsync(long tenantId, string name, int documents, params string[] tasks)
-    {
-        tasks = tasks.Length == 0 ? ["text"] : tasks;
-        var now = clock.GetUtcNow().UtcDateTime;
-        await using var conn = await db.OpenConnectionAsync();
-        await using var tx = await conn.BeginReadCommittedAsync(default);
-        var jobId = await conn.ExecuteScalarAsync<long>("""
-            INSERT INTO jobs (tenant_id, name, state, tasks, documents, items_total, created_at, closed_at, updated_at)
-            VALUES (@TenantId, @Name, 1, @Tasks, @Documents, @Items, @Now, @Now, @Now);
-            SELECT LAST_INSERT_ID();
-            """, new { TenantId = tenantId, Name = name, Tasks = string.Join(',', tasks), Documents = documents, Items = documents * tasks.Length, Now = now }, tx);
-        for (var d = 0; d < documents; d++)
-        {
-            var content = System.Text.Encoding.UTF8.GetBytes($"document {d} of job {jobId}");
-            var docId = await conn.ExecuteScalarAsync<long>("""
-                INSERT INTO documents (job_id, tenant_id, name, content_type, size, sha256, created_at)
-                VALUES (@JobId, @TenantId, @Name, 'text/plain', @Size, @Sha, @Now);
-                SELECT LAST_INSERT_ID();
-                """, new { JobId = jobId, TenantId = tenantId, Name = $"doc-{d}.txt", Size = content.Length, Sha = SHA256.HashData(content), Now = now }, tx);
-            await conn.ExecuteAsync("INSERT INTO document_content (document_id, content) VALUES (@Id, @Content)", new { Id = docId, Content = content }, tx);
-            foreach (var task in tasks)
-            {
-                await conn.ExecuteAsync("""
-                    INSERT INTO items (job_id, document_id, task, state, due_at, created_at, updated_at)
-                    VALUES (@JobId, @DocId, @Task, 0, @Now, @Now, @Now)
-                    """, new { JobId = jobId, DocId = docId, Task = task, Now = now }, tx);
-            }
-        }
-        await Lanes.PlaceAsync(conn, tx, jobId, tasks, default);
-        await tx.CommitAsync();
-        return jobId;
-    }
+    public Task<long> JobAsync(long tenantId, string name, int documents, params string[] tasks) =>
+        JobSeed.InsertAsync(db, clock, tenantId, name, documents, tasks.Length == 0 ? ["text"] : tasks, closed: true,
+            static (jobId, d) => ($"doc-{d}.txt", System.Text.Encoding.UTF8.GetBytes($"document {d} of job {jobId}")));
 
     /// <summary>Kills <paramref name="count"/> ready items of a job with an error history, as the claim engine would.</summary>
     public async Task KillItemsAsync(long jobId, int count, string error)

@@ -1,5 +1,5 @@
 using AngleSharp.Html.Dom;
-using Queue.Core.Maintenance;
+using Queue.Core.Admin;
 using Queue.Tests.Work;
 
 namespace Queue.Tests.Admin;

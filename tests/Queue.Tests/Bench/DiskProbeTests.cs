@@ -16,10 +16,11 @@ public sealed partial class DiskProbeTests
             string cut, whole;
             await using (var probe = new DiskProbe(dir))
             {
-                await Task.Delay(300);
+                // A few flushes in each segment, however long the disk takes for them.
+                await Eventually.UntilAsync(() => probe.FlushesSinceCut >= 3, "the probe has flushed three times", 30);
                 Assert.Single(Directory.GetFiles(dir));
                 cut = probe.Cut();
-                await Task.Delay(300);
+                await Eventually.UntilAsync(() => probe.FlushesSinceCut >= 3, "the probe has flushed three times since the cut", 30);
                 whole = await probe.StopAsync();
             }
             Assert.Empty(Directory.GetFiles(dir));

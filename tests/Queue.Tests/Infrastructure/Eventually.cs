@@ -4,7 +4,8 @@ namespace Queue.Tests;
 internal static class Eventually
 {
     /// <summary>True as soon as the condition holds; false once <paramref name="within"/> has passed without it.</summary>
-    public static async Task<bool> HoldsAsync(Func<Task<bool>> condition, TimeSpan within)
+    /// <param name="every">The pause between two checks (25 ms unless told): a check that sends a request paces itself as a client would.</param>
+    public static async Task<bool> HoldsAsync(Func<Task<bool>> condition, TimeSpan within, TimeSpan? every = null)
     {
         var deadline = DateTime.UtcNow + within;
         while (true)
@@ -17,7 +18,7 @@ internal static class Eventually
             {
                 return false;
             }
-            await Task.Delay(25);
+            await Task.Delay(every ?? TimeSpan.FromMilliseconds(25));
         }
     }
 

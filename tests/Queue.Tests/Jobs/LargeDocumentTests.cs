@@ -3,6 +3,7 @@ using System.Net.Http.Headers;
 using System.Security.Cryptography;
 using Microsoft.Extensions.DependencyInjection;
 using Queue.Core.Jobs;
+using Queue.Local;
 using Queue.Tests.Infrastructure;
 using static Queue.Tests.Jobs.JobsTestKit;
 
@@ -46,42 +47,5 @@ public sealed class LargeDocumentTests(KestrelApiFixture fx) : IClassFixture<Kes
         var download = await http.GetAsync(U($"/jobs/{job}/documents/{docs[2].GetProperty("id").GetInt64()}"), HttpCompletionOption.ResponseHeadersRead);
         Assert.Equal(DocumentBytes, download.Content.Headers.ContentLength);
         Assert.Equal(sha, Convert.ToHexStringLower(await SHA256.HashDataAsync(await download.Content.ReadAsStreamAsync())));
-    }
-
-    /// <summary>A long deterministic byte sequence that costs no memory to produce.</summary>
-    private sealed class PatternStream(long length, byte seed) : Stream
-    {
-        private long position;
-
-        public override int Read(byte[] buffer, int offset, int count)
-        {
-            var n = (int)Math.Min(count, length - position);
-            for (var i = 0; i < n; i++)
-            {
-                buffer[offset + i] = (byte)((position + i) * 31 + seed);
-            }
-            position += n;
-            return n;
-        }
-
-        public override bool CanRead => true;
-
-        public override bool CanSeek => false;
-
-        public override bool CanWrite => false;
-
-        public override long Length => length;
-
-        public override long Position { get => position; set => throw new NotSupportedException(); }
-
-        public override void Flush()
-        {
-        }
-
-        public override long Seek(long offset, SeekOrigin origin) => throw new NotSupportedException();
-
-        public override void SetLength(long value) => throw new NotSupportedException();
-
-        public override void Write(byte[] buffer, int offset, int count) => throw new NotSupportedException();
     }
 }

@@ -36,11 +36,15 @@ public sealed class LostCommitAnswerTests(FaultProxyApiFixture fx) : IClassFixtu
         // A client retries whatever did not succeed, with its key, as the contract says.
         for (var i = 0; i < 8; i++)
         {
-            for (var tries = 0; answers[i].StatusCode != HttpStatusCode.Created && tries < 50; tries++)
+            var k = i;
+            await Eventually.HoldsAsync(async () =>
             {
-                await Task.Delay(100);
-                answers[i] = await http.SendAsync(Post(i));
-            }
+                if (answers[k].StatusCode != HttpStatusCode.Created)
+                {
+                    answers[k] = await http.SendAsync(Post(k));
+                }
+                return answers[k].StatusCode == HttpStatusCode.Created;
+            }, TimeSpan.FromSeconds(5), TimeSpan.FromMilliseconds(100));
         }
 
         Assert.Equal(cutsBefore + 1, fx.Proxy.Cuts);
@@ -69,11 +73,14 @@ public sealed class LostCommitAnswerTests(FaultProxyApiFixture fx) : IClassFixtu
         fx.Proxy.CutAfterCommit(1, onlyAfter: "INSERT INTO documents");
         var answer = await http.SendAsync(Upload());
         fx.Proxy.CutAfterCommit(0);
-        for (var tries = 0; answer.StatusCode != HttpStatusCode.Created && tries < 50; tries++)
+        await Eventually.HoldsAsync(async () =>
         {
-            await Task.Delay(100);
-            answer = await http.SendAsync(Upload());
-        }
+            if (answer.StatusCode != HttpStatusCode.Created)
+            {
+                answer = await http.SendAsync(Upload());
+            }
+            return answer.StatusCode == HttpStatusCode.Created;
+        }, TimeSpan.FromSeconds(5), TimeSpan.FromMilliseconds(100));
 
         Assert.Equal(cutsBefore + 1, fx.Proxy.Cuts);
         Assert.Equal(HttpStatusCode.Created, answer.StatusCode);

@@ -47,7 +47,10 @@ public sealed class WriteStillRunningTests(ShortWaitFixture fx) : IClassFixture<
         return retry;
     }
 
-    /// <summary>Holds <paramref name="table"/> write-locked for 3 s while <paramref name="send"/> runs; returns its answer.</summary>
+    /// <summary>
+    /// Holds <paramref name="table"/> write-locked while <paramref name="send"/> runs and until its write waits for the
+    /// lock (so it is under way when the lock goes); returns its answer.
+    /// </summary>
     private async Task<HttpResponseMessage> DuringLockAsync(string table, Func<Task<HttpResponseMessage>> send)
     {
         await using var locker = await fx.DataSource.OpenConnectionAsync();
@@ -56,7 +59,10 @@ public sealed class WriteStillRunningTests(ShortWaitFixture fx) : IClassFixture<
         try
         {
             first = await send();
-            await Task.Delay(TimeSpan.FromSeconds(3));
+            await using var watcher = await fx.DataSource.OpenConnectionAsync();
+            await Eventually.UntilAsync(async () => await watcher.ExecuteScalarAsync<long>(
+                "SELECT COUNT(*) FROM information_schema.processlist WHERE db = DATABASE() AND state LIKE 'Waiting for table%'") > 0,
+                $"a write waits for the lock on {table}", 30);
         }
         finally
         {

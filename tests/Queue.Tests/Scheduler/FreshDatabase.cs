@@ -25,14 +25,11 @@ internal sealed class FreshDatabase : DatabaseFixture, IAsyncDisposable
     public async Task WaitForLockWaitAsync(Task task)
     {
         await using var conn = await DataSource.OpenConnectionAsync();
-        for (var i = 0; i < 400 && !task.IsCompleted && await conn.ExecuteScalarAsync<long>("""
+        await Eventually.HoldsAsync(async () => task.IsCompleted || await conn.ExecuteScalarAsync<long>("""
             SELECT COUNT(*) FROM information_schema.innodb_trx t
             JOIN information_schema.processlist p ON p.id = t.trx_mysql_thread_id
             WHERE t.trx_state = 'LOCK WAIT' AND p.db = DATABASE()
-            """) == 0; i++)
-        {
-            await Task.Delay(25);
-        }
+            """) > 0, TimeSpan.FromSeconds(10));
     }
 
     async ValueTask IAsyncDisposable.DisposeAsync() => await DisposeAsync();

@@ -2,6 +2,9 @@ using Dapper;
 using Microsoft.Extensions.Logging.Abstractions;
 using Microsoft.Extensions.Options;
 using Queue.Local;
+using Queue.Core.Admin;
+using Queue.Core.Claims;
+using Queue.Core.Jobs;
 using Queue.Core.Maintenance;
 
 namespace Queue.Tests.Scheduler;
@@ -76,10 +79,8 @@ public sealed class MaintenanceTests
             NullLogger<RetentionService>.Instance);
 
         var run = retention.RunAsync(default);
-        for (var i = 0; i < 200 && await conn.ExecuteScalarAsync<int>("SELECT COUNT(*) FROM items WHERE job_id = @Id", new { Id = job }) == 30; i++)
-        {
-            await Task.Delay(10);
-        }
+        await Eventually.HoldsAsync(async () => await conn.ExecuteScalarAsync<int>("SELECT COUNT(*) FROM items WHERE job_id = @Id", new { Id = job }) != 30,
+            TimeSpan.FromSeconds(2), TimeSpan.FromMilliseconds(10));
         // What an Admin requeue does to the job row, under the same row lock: the job is active again.
         await using (var tx = await conn.BeginTransactionAsync())
         {
@@ -212,12 +213,11 @@ public sealed class MaintenanceTests
         Assert.Contains("\nqueue_ordering_rewrites_total 3\n", metrics, StringComparison.Ordinal);
 
         await bed.Rewriter.RewriteAsync("test");
-        var deadline = DateTime.UtcNow.AddSeconds(20);
-        while (!metrics.Contains("\nqueue_ordering_rewrites_total 4\n", StringComparison.Ordinal) && DateTime.UtcNow < deadline)
+        await Eventually.HoldsAsync(async () =>
         {
-            await Task.Delay(500);
             metrics = await http.GetStringAsync(new Uri(api.Url + "/metrics"));
-        }
+            return metrics.Contains("\nqueue_ordering_rewrites_total 4\n", StringComparison.Ordinal);
+        }, TimeSpan.FromSeconds(20), TimeSpan.FromMilliseconds(500));
         Assert.Contains("\nqueue_ordering_rewrites_total 4\n", metrics, StringComparison.Ordinal);
     }
 

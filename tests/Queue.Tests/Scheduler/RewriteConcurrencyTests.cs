@@ -81,11 +81,11 @@ public sealed class RewriteConcurrencyTests
         {
             await reader.ExecuteAsync("SET SESSION TRANSACTION ISOLATION LEVEL READ UNCOMMITTED");
             var written = new List<long>();
-            for (var i = 0; i < 400 && written.Count < 3000 && !rewrite.IsCompleted; i++)
+            await Eventually.HoldsAsync(async () =>
             {
-                await Task.Delay(25);
                 written = (await reader.QueryAsync<long>("SELECT value FROM ordering WHERE mode = 'smallest'")).AsList();
-            }
+                return written.Count >= 3000 || rewrite.IsCompleted;
+            }, TimeSpan.FromSeconds(10));
             Assert.Equal(3000, written.Count);
             Assert.All(written, v => Assert.True(v > committedMax, $"uncommitted value {v} sorts before committed {committedMax}"));
             Assert.Equal("oldest", await reader.ExecuteScalarAsync<string>("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; SELECT MIN(mode) FROM ordering"));

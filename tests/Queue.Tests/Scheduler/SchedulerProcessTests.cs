@@ -68,8 +68,12 @@ public sealed class SchedulerProcessTests
         await using var b = StartScheduler(db, period);
         await Task.WhenAll(a.WaitHealthyAsync(), b.WaitHealthyAsync());
         var from = DateTime.UtcNow;
-        // The scenario itself: two schedulers side by side for five 2 s periods, then every period is checked.
-        await Task.Delay(TimeSpan.FromSeconds(10));
+        // The scenario itself: two schedulers side by side for five 2 s periods (four logged at least), then every period is checked.
+        await Eventually.HoldsAsync(async () =>
+        {
+            await using var c = await db.DataSource.OpenConnectionAsync();
+            return await c.ExecuteScalarAsync<int>("SELECT COUNT(*) FROM rewrite_log WHERE period_start >= @From", new { From = from }) >= 4;
+        }, TimeSpan.FromSeconds(10), TimeSpan.FromMilliseconds(250));
 
         await using var conn = await db.DataSource.OpenConnectionAsync();
         var log = (await conn.QueryAsync<(DateTime PeriodStart, string Mode, int JobsRanked, string Instance)>(

@@ -94,18 +94,15 @@ public sealed class SwapFenceTests
     {
         await using var conn = await db.DataSource.OpenConnectionAsync();
         var holders = new List<long>();
-        for (var i = 0; i < 50 && holders.Count == 0; i++)
+        await Eventually.HoldsAsync(async () =>
         {
-            if (i > 0)
-            {
-                await Task.Delay(100);
-            }
             holders = (await conn.QueryAsync<long>("""
                 SELECT t.trx_mysql_thread_id FROM information_schema.innodb_trx t
                 JOIN information_schema.processlist p ON p.id = t.trx_mysql_thread_id
                 WHERE p.db = DATABASE()
                 """)).AsList();
-        }
+            return holders.Count > 0;
+        }, TimeSpan.FromSeconds(5), TimeSpan.FromMilliseconds(100));
         await conn.ExecuteAsync($"KILL CONNECTION {Assert.Single(holders)}");
     }
 
@@ -113,10 +110,7 @@ public sealed class SwapFenceTests
     private static async Task WaitForNamedLockWaitAsync(FreshDatabase db, Task task)
     {
         await using var conn = await db.DataSource.OpenConnectionAsync();
-        for (var i = 0; i < 400 && !task.IsCompleted && await conn.ExecuteScalarAsync<long>(
-            "SELECT COUNT(*) FROM information_schema.processlist WHERE db = DATABASE() AND state = 'User lock'") == 0; i++)
-        {
-            await Task.Delay(25);
-        }
+        await Eventually.HoldsAsync(async () => task.IsCompleted || await conn.ExecuteScalarAsync<long>(
+            "SELECT COUNT(*) FROM information_schema.processlist WHERE db = DATABASE() AND state = 'User lock'") > 0, TimeSpan.FromSeconds(10));
     }
 }

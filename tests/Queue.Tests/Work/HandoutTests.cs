@@ -1,6 +1,7 @@
 using System.Net;
 using System.Text.Json;
 using Dapper;
+using Queue.Core.Claims;
 
 namespace Queue.Tests.Work;
 
@@ -42,9 +43,9 @@ public sealed class HandoutTests(HandoutFixture fx) : IClassFixture<HandoutFixtu
             Assert.Equal(HttpStatusCode.NoContent, r.StatusCode);
         }
 
-        // The log reads the fake clock: past its flush time, then a few of its real-time intervals for the loop to run.
+        // The log reads the fake clock: past its flush time, then until its loop has written whatever it still held.
         fx.Clock.Advance(TimeSpan.FromMilliseconds(2 * HandoutFixture.FlushMilliseconds));
-        await Task.Delay(3 * HandoutFixture.FlushMilliseconds);
+        await Eventually.UntilAsync(() => fx.Service<HandoutLog>().Idle, "the handout log has nothing left to write", 30);
         var row = await RowAsync(id);
         Assert.Equal(2, row.State);
         Assert.Equal(1, row.Attempts);
@@ -69,9 +70,9 @@ public sealed class HandoutTests(HandoutFixture fx) : IClassFixture<HandoutFixtu
         }
 
         var failedAt = fx.Now;
-        // The log reads the fake clock: past its flush time, then a few of its real-time intervals for the loop to run.
+        // The log reads the fake clock: past its flush time, then until its loop has written whatever it still held.
         fx.Clock.Advance(TimeSpan.FromMilliseconds(2 * HandoutFixture.FlushMilliseconds));
-        await Task.Delay(3 * HandoutFixture.FlushMilliseconds);
+        await Eventually.UntilAsync(() => fx.Service<HandoutLog>().Idle, "the handout log has nothing left to write", 30);
         var row = await RowAsync(id);
         Assert.Equal(0, row.State);
         Assert.Equal(1, row.Attempts);

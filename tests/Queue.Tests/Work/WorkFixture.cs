@@ -6,7 +6,6 @@ using Dapper;
 using Microsoft.AspNetCore.Mvc.Testing;
 using Microsoft.AspNetCore.TestHost;
 using Microsoft.Extensions.DependencyInjection;
-using Microsoft.Extensions.Options;
 using Microsoft.Extensions.Time.Testing;
 using MySqlConnector;
 using Queue.Api;
@@ -77,39 +76,8 @@ public class WorkFixture : DatabaseFixture
     public DateTime Now => Clock.GetUtcNow().UtcDateTime;
 
     /// <summary>Creates a job of <paramref name="documents"/> documents, one item per document and task, as an upload would.</summary>
-    public async Task<long> NewJobAsync(long tenantId, int documents, string[]? tasks = null, bool closed = true, string name = "job")
-    {
-        tasks ??= ["text"];
-        var now = Now;
-        var lanes = new OrderingLanes(new OrderingCalendar(Clock, Options.Create(new OrderingOptions())), Clock);
-        await using var conn = await DataSource.OpenConnectionAsync();
-        await using var tx = await conn.BeginReadCommittedAsync(default);
-        var jobId = await conn.ExecuteScalarAsync<long>("""
-            INSERT INTO jobs (tenant_id, name, state, tasks, documents, items_total, created_at, closed_at, updated_at)
-            VALUES (@TenantId, @Name, @State, @Tasks, @Documents, @Total, @Now, @Closed, @Now);
-            SELECT LAST_INSERT_ID();
-            """, new { TenantId = tenantId, Name = name, State = closed ? 1 : 0, Tasks = string.Join(',', tasks), Documents = documents,
-                Total = documents * tasks.Length, Now = now, Closed = closed ? now : (DateTime?)null }, tx);
-        for (var d = 0; d < documents; d++)
-        {
-            var docId = await conn.ExecuteScalarAsync<long>("""
-                INSERT INTO documents (job_id, tenant_id, name, content_type, size, sha256, created_at)
-                VALUES (@JobId, @TenantId, @Name, 'text/plain', 5, UNHEX(SHA2('hello', 256)), @Now);
-                SELECT LAST_INSERT_ID();
-                """, new { JobId = jobId, TenantId = tenantId, Name = $"d{d}.txt", Now = now }, tx);
-            await conn.ExecuteAsync("INSERT INTO document_content (document_id, content) VALUES (@Id, 'hello')", new { Id = docId }, tx);
-            foreach (var task in tasks)
-            {
-                await conn.ExecuteAsync("""
-                    INSERT INTO items (job_id, document_id, task, state, due_at, created_at, updated_at)
-                    VALUES (@JobId, @DocId, @Task, 0, @Now, @Now, @Now)
-                    """, new { JobId = jobId, DocId = docId, Task = task, Now = now }, tx);
-            }
-        }
-        await lanes.PlaceAsync(conn, tx, jobId, tasks, default);
-        await tx.CommitAsync();
-        return jobId;
-    }
+    public Task<long> NewJobAsync(long tenantId, int documents, string[]? tasks = null, bool closed = true, string name = "job") =>
+        JobSeed.InsertAsync(DataSource, Clock, tenantId, name, documents, tasks ?? ["text"], closed, static (_, d) => ($"d{d}.txt", "hello"u8.ToArray()));
 
     public async Task<T> ScalarAsync<T>(string sql, object? args = null)
     {

@@ -2,10 +2,10 @@ using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Options;
-using Queue.Core.Cluster;
+using Queue.Core.Data;
 using Queue.Core.Hosting;
 
-namespace Queue.Core.Data;
+namespace Queue.Core.Cluster;
 
 /// <summary>Measures the replica's lag every <c>Cluster:ReplicaCheckSeconds</c> (nothing to do without a replica).</summary>
 public sealed partial class ReadSourceMonitor(IServiceProvider services, IOptions<ClusterOptions> options, ILogger<ReadSourceMonitor> logger)
