@@ -86,9 +86,13 @@ public sealed class NewWorkIntakeTests(FairClaimAheadFixture fx) : IClassFixture
             "SELECT COUNT(*) FROM items WHERE job_id = @Id AND state = 1 AND lease_expires_at IS NULL AND lease_token IS NOT NULL AND due_at > @Now",
             new { Id = job, fx.Now }));
         Assert.Equal(0, await fx.ScalarAsync<long>("SELECT COUNT(*) FROM ordering WHERE job_id = @Id AND available_at <= @Now", new { Id = job, fx.Now }));
-        var next = await fx.ClaimJobsAsync("intake-new", 6);
-        Assert.Contains(job, next.Take(2));
-        Assert.Equal(3, next.Count(j => j == job));
+        // By turn with the flood: every other handout. The wake loop may signal the flood's own rows (written here
+        // without a submission's signal) at any moment, and a signalled claim serves its caller from the database,
+        // which costs the small tenant that one turn (docs/DESIGN.md "Claim-ahead that keeps the policy"): a margin
+        // of two claims, not an exact count.
+        var next = await fx.ClaimJobsAsync("intake-new", 10);
+        Assert.Contains(job, next.Take(3));
+        Assert.Equal(4, next.Count(j => j == job));
     }
 
     [Fact]
