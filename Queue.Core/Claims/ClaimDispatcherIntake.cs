@@ -1,3 +1,4 @@
+using Microsoft.Extensions.Logging;
 using Queue.Core.Jobs;
 
 namespace Queue.Core.Claims;
@@ -56,7 +57,18 @@ public sealed partial class ClaimDispatcher : INewWorkIntake
                 return;
             }
         }
-        // The filter was forgotten in the meantime: the items go back to the database at once.
-        await leases.ReleaseAsync(items, ct);
+        // The filter was forgotten in the meantime: the items go back to the database at once. The job has committed,
+        // so a give-back that fails must not fail its submission: the reservations then simply fall due.
+        try
+        {
+            await leases.ReleaseAsync(items, ct);
+        }
+        catch (Exception ex) when (ex is MySqlConnector.MySqlException or IOException or InvalidOperationException)
+        {
+            LogIntakeGiveBackFailed(logger, ex, items.Count);
+        }
     }
+
+    [LoggerMessage(EventId = 3010, Level = LogLevel.Warning, Message = "{Count} items of a new job whose claim-ahead filter was gone could not be given back; they come back when their reservations fall due")]
+    private static partial void LogIntakeGiveBackFailed(ILogger logger, Exception exception, int count);
 }

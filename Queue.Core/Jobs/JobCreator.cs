@@ -161,23 +161,19 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
         Offer?[] offers, long[] ids, IReadOnlyList<CreatedDocument>[] created, CreatedJob[] results, DateTime now, CancellationToken ct)
     {
         var held = new NewJobItems?[jobs.Count];
-        if (offers.All(o => o is null))
+        var offered = Enumerable.Range(0, jobs.Count).Where(i => offers[i] is not null && results[i].Value is not null && !results[i].Blocked).ToList();
+        if (offered.Count == 0)
         {
             return (held, 0);
         }
         var until = now + intake.Reservation;
         await using var batch = new MySqlBatch(conn, tx);
         batch.BatchCommands.Add(new MySqlBatchCommand(ClaimSql.ReadEpoch));
-        var offered = new List<int>();
-        for (var i = 0; i < jobs.Count; i++)
+        foreach (var i in offered)
         {
-            if (offers[i] is not null && results[i].Value is not null && !results[i].Blocked)
-            {
-                offered.Add(i);
-                batch.BatchCommands.Add(BatchCommand.Of(JobSql.ReserveNewJobItems, ("@JobId", ids[i]), ("@Until", until), ("@Now", now)));
-                batch.BatchCommands.Add(BatchCommand.Of(JobSql.HideNewJobLanes, ("@JobId", ids[i]), ("@Until", until)));
-                batch.BatchCommands.Add(BatchCommand.Of(JobSql.ReservedNewJobItems, ("@JobId", ids[i])));
-            }
+            batch.BatchCommands.Add(BatchCommand.Of(JobSql.ReserveNewJobItems, ("@JobId", ids[i]), ("@Until", until), ("@Now", now)));
+            batch.BatchCommands.Add(BatchCommand.Of(JobSql.HideNewJobLanes, ("@JobId", ids[i]), ("@Until", until)));
+            batch.BatchCommands.Add(BatchCommand.Of(JobSql.ReservedNewJobItems, ("@JobId", ids[i])));
         }
         await using var reader = await batch.ExecuteReaderAsync(ct);
         var rows = new BatchResults(reader);
