@@ -199,7 +199,7 @@ public static class FairnessBench
             $"{FairnessFigures.Percentile(parts.Select(part), 50) * 1000:F0}/{FairnessFigures.Percentile(parts.Select(part), 95) * 1000:F0}");
         var slowest = parts.OrderByDescending(p => p.FirstHandout + p.Handouts + p.Completion).Take(3)
             .Select(p => string.Create(CultureInfo.InvariantCulture,
-                $"at {p.SentAt - origin:F1} s {(p.FirstHandout + p.Handouts + p.Completion) * 1000:F0} ms = {p.FirstHandout * 1000:F0}+{p.Handouts * 1000:F0}+{p.Completion * 1000:F0}"));
+                $"at {p.SentAt - origin:F1} s {(p.FirstHandout + p.Handouts + p.Completion) * 1000:F0} ms = {p.FirstHandout * 1000:F0} (submit {p.Submit * 1000:F0})+{p.Handouts * 1000:F0}+{p.Completion * 1000:F0}"));
         return $"submit {Of(p => p.Submit)}, to first handout {Of(p => p.FirstHandout)}, first to last handout {Of(p => p.Handouts)}, " +
             $"last handout to last 204 {Of(p => p.Completion)} ({parts.Count} jobs); slowest {string.Join(", ", slowest)}";
     }
