@@ -26,7 +26,12 @@ internal sealed class ClaimAheadBuffer(IReadOnlyList<string> tasks)
     public List<TakenItem> Stale { get; } = [];
 
     /// <summary>The last claim's <see cref="ClaimOrder.Waiting"/>: tenants with work in the database, earliest turns first.</summary>
-    public HashSet<long> Waiting { get; set; } = [];
+    public HashSet<long> Waiting { get; private set; } = [];
+
+    /// <summary>When the claim that saw <see cref="Waiting"/> settled.</summary>
+    public DateTimeOffset WaitingSeen { get; private set; } = DateTimeOffset.MinValue;
+
+    public void SawWaiting(HashSet<long> tenants, DateTimeOffset at) => (Waiting, WaitingSeen) = (tenants, at);
 
     /// <summary>The <see cref="WorkSignal.Generation"/> the filter's last claim started after: a newer one means new work may wait in the database.</summary>
     public long SeenSignal { get; set; } = -1;
@@ -100,9 +105,12 @@ internal sealed class ClaimAheadBuffer(IReadOnlyList<string> tasks)
 
     /// <summary>
     /// The tenant has items held here, or the last claim saw it with work in the database: a new job of its own may
-    /// not come before those in its tenant's order, so it is created claimable and taken by a claim.
+    /// not come before those in its tenant's order, so it is created claimable and taken by a claim. A view of the
+    /// database older than <paramref name="trustWaiting"/> is not asked: it is another phase's (a flood that starts
+    /// after a pause still had in it the small tenant of the last claim before the pause, and its job was refused).
     /// </summary>
-    public bool HasWorkOf(long tenant) => Waiting.Contains(tenant) || (byTenant.TryGetValue(tenant, out var queue) && queue.Count > 0);
+    public bool HasWorkOf(long tenant, DateTimeOffset now, TimeSpan trustWaiting) =>
+        (now - WaitingSeen < trustWaiting && Waiting.Contains(tenant)) || (byTenant.TryGetValue(tenant, out var queue) && queue.Count > 0);
 
     /// <summary>The tenants with items held here (other than technicians' overrides).</summary>
     public List<long> HeldTenants() => byTenant.Where(t => t.Value.Count > 0).Select(t => t.Key).ToList();
@@ -269,6 +277,15 @@ internal sealed class ClaimAheadBuffer(IReadOnlyList<string> tasks)
         Roll(now);
         return Kept && Math.Max(thisBucket.Calls, lastBucket.Calls) * (1000 / RateBucketMilliseconds) >= o.PrefetchAboveCallsPerSecond;
     }
+
+    /// <summary>
+    /// Whether a new job may go straight into this buffer (<see cref="Jobs.INewWorkIntake"/>): the filter is busy, or
+    /// its workers called within the hold time and it claims ahead or has a claim running. A flood's first claims come
+    /// before it shows as busy: a small job sent with them waited 40-70 ms for a second claim transaction, its p95
+    /// stretch 2.0-2.6 against 1.5 for the jobs after it.
+    /// </summary>
+    public bool Takes(DateTimeOffset now, ClaimOptions o) =>
+        Kept && (Busy(now, o) || now - LastUsed < TimeSpan.FromMilliseconds(o.PrefetchHoldMilliseconds));
 
     /// <summary>Items asked for per second by this filter's /next calls, from the last quarter second or this one.</summary>
     public int AskedPerSecond(DateTimeOffset now)

@@ -71,9 +71,9 @@ internal sealed class ClaimAheadFilters
     }
 
     /// <summary>
-    /// The busy filter that takes a new job of <paramref name="tenant"/> straight into its buffer (the busiest, if
-    /// several cover its tasks), or null: none is claiming ahead now, the tenant already has work in one, or the job
-    /// would overfill it (<see cref="Jobs.INewWorkIntake"/>).
+    /// The filter that takes a new job of <paramref name="tenant"/> straight into its buffer (the busiest, if several
+    /// cover its tasks; <see cref="ClaimAheadBuffer.Takes"/>), or null: none is being worked now, the tenant already has
+    /// work in one, or the job would overfill it (<see cref="Jobs.INewWorkIntake"/>).
     /// </summary>
     public string? Intake(long tenant, IReadOnlyList<string> tasks, int items, DateTimeOffset at, ClaimOptions o)
     {
@@ -81,11 +81,11 @@ internal sealed class ClaimAheadFilters
         var bestRate = 0;
         foreach (var (key, ahead) in map)
         {
-            if (ahead.Target == 0 || !ahead.Busy(at, o) || !ahead.Covers(tasks) || ahead.Count + items > 2 * o.Prefetch)
+            if (!ahead.Takes(at, o) || !ahead.Covers(tasks) || ahead.Count + items > 2 * o.Prefetch)
             {
                 continue;
             }
-            if (ahead.HasWorkOf(tenant))
+            if (ahead.HasWorkOf(tenant, at, TimeSpan.FromMilliseconds(o.PrefetchHoldMilliseconds)))
             {
                 return null;
             }

@@ -361,7 +361,7 @@ public sealed partial class ClaimDispatcher
                 {
                     continue;
                 }
-                ahead.Waiting = g.Claim.Waiting;
+                ahead.SawWaiting(g.Claim.Waiting, clock.GetUtcNow());
                 foreach (var b in g.Claim.NewBuffer)
                 {
                     // Fresh for the hold time from the claim's own clock, the one the reservation's expiry was written with.
