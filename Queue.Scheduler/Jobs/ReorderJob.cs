@@ -25,6 +25,21 @@ public sealed partial class ReorderJob(OrderingRewriter rewriter, OrderingCalend
         // fires the replay when it notices the death, seconds later, with "now" as its scheduled time.
         var boundary = RecoveredBoundary(context) ?? context.ScheduledFireTimeUtc;
         Fired(logger, context.Trigger.Key.Name, context.ScheduledFireTimeUtc, context.Recovering, context.Recovering ? context.RecoveringTriggerKey?.Name : null, boundary);
+        // The next boundary first: a rewrite that waits (its lanes' row locks held by a long transaction: 5 s lock
+        // waits, retried up to 8 times) must not hold back the chain. Scheduled after the rewrite, a lane held through
+        // the in-place rewrite's move into the band left no trigger for the next boundary for 40 s. A trigger due while
+        // this firing still runs waits for it (DisallowConcurrentExecution), and fires late, as a misfire would.
+        var chained = false;
+        try
+        {
+            await ScheduleBoundaryAsync(context.Scheduler, NextBoundary(boundary), CancellationToken.None);
+            chained = true;
+        }
+        catch (SchedulerException ex)
+        {
+            // The job store is out of reach now: the rewrite still runs, and the chain is tried again after it.
+            ChainDeferred(logger, ex);
+        }
         try
         {
             var result = await rewriter.RewriteAsync(instance, boundary, force: false, cancellationToken);
@@ -34,13 +49,16 @@ public sealed partial class ReorderJob(OrderingRewriter rewriter, OrderingCalend
         {
             SchedulerMetrics.RewriteFailures.Inc();
             RewriteFailed(logger, ex);
-            // Quartz stores the failure in its history; the next boundary's trigger is still scheduled below, and a
-            // failed period is retried by the startup trigger of any Scheduler that starts within it.
+            // Quartz stores the failure in its history; the next boundary's trigger is already scheduled, and a failed
+            // period is retried by the startup trigger of any Scheduler that starts within it.
             throw new JobExecutionException(ex) { RefireImmediately = false };
         }
         finally
         {
-            await ScheduleBoundaryAsync(context.Scheduler, NextBoundary(boundary), CancellationToken.None);
+            if (!chained)
+            {
+                await ScheduleBoundaryAsync(context.Scheduler, NextBoundary(boundary), CancellationToken.None);
+            }
         }
     }
 
@@ -92,6 +110,9 @@ public sealed partial class ReorderJob(OrderingRewriter rewriter, OrderingCalend
     [LoggerMessage(EventId = 4105, Level = LogLevel.Information,
         Message = "The rewrite fired by trigger {Trigger} (scheduled for {Scheduled}, recovering {Recovering}, replaying {Replayed}) is for the period at {Boundary}")]
     private static partial void Fired(ILogger logger, string trigger, DateTimeOffset? scheduled, bool recovering, string? replayed, DateTimeOffset? boundary);
+
+    [LoggerMessage(EventId = 4106, Level = LogLevel.Warning, Message = "The next boundary's rewrite could not be scheduled before this rewrite; it is scheduled again after it")]
+    private static partial void ChainDeferred(ILogger logger, Exception ex);
 
     [LoggerMessage(EventId = 4101, Level = LogLevel.Error, Message = "The ordering rewrite failed; a Scheduler that starts within the period, or the next boundary, rewrites it")]
     private static partial void RewriteFailed(ILogger logger, Exception ex);
