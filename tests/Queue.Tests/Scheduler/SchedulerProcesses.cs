@@ -103,6 +103,10 @@ internal static class SchedulerProcesses
             new { Instance = instance, From = from });
     }
 
+    /// <summary>The rewrites a Scheduler finished: counted after the whole rewrite, its move into the band after the commit included.</summary>
+    public static async Task<double> FinishedRewritesAsync(ServiceProcess p) =>
+        Counted(await Http.GetStringAsync(new Uri(p.Url + "/metrics")), "queue_ordering_rewrites_total");
+
     public static async Task<string> InstanceAsync(ServiceProcess p) =>
         (await Http.GetFromJsonAsync<JsonElement>(new Uri(p.Url + "/healthz"))).GetProperty("instance").GetString()!;
 
