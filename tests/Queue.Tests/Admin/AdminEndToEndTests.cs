@@ -14,6 +14,7 @@ namespace Queue.Tests.Admin;
 /// A technician at 3 a.m., in a real browser (Debian's headless Chromium) against real Kestrel servers: sign in, find
 /// the big job far down the queue, bump it, see it first, and watch a worker's next claim hand out its item.
 /// </summary>
+[TakesAbout(18)]
 public sealed class AdminEndToEndTests(DatabaseFixture fx) : IClassFixture<DatabaseFixture>
 {
     private static readonly string[] ChromiumArgs =

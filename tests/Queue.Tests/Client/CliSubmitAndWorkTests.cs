@@ -1,9 +1,11 @@
 using System.Text.RegularExpressions;
 using Queue.Tests.Jobs;
+using Queue.Tests.Infrastructure;
 
 namespace Queue.Tests.Client;
 
 /// <summary>The <c>queue</c> command end to end against the real Api: submit a folder, resume a submit, work with a real process.</summary>
+[TakesAbout(18)]
 public sealed partial class CliSubmitAndWorkTests(ClientFixture fx) : IClassFixture<ClientFixture>
 {
     [Fact]

@@ -1,9 +1,11 @@
 using System.Diagnostics;
 using Queue.Client;
+using Queue.Tests.Infrastructure;
 
 namespace Queue.Tests.Client;
 
 /// <summary>The client behind a balancer that silently drops idle connections: at most one retry per call, never a stall.</summary>
+[TakesAbout(18)]
 public sealed class IdleConnectionTests(ClientFixture fx) : IClassFixture<ClientFixture>
 {
     private static readonly TimeSpan ProxyIdle = TimeSpan.FromMilliseconds(300);

@@ -17,6 +17,7 @@ namespace Queue.Tests.Reliability;
 /// request answers 503 with Retry-After within its bound instead of hanging, threads and memory stay bounded, and after
 /// <c>kill -CONT</c> work flows again within 5 s with no lease left behind by the callers who got 503.
 /// </summary>
+[TakesAbout(17)]
 public sealed class DatabaseHangTests
 {
     [Fact]

@@ -1,5 +1,6 @@
 using Queue.Bench.Soak;
 using Xunit.Abstractions;
+using Queue.Tests.Infrastructure;
 
 namespace Queue.Tests.Reliability;
 
@@ -9,6 +10,7 @@ namespace Queue.Tests.Reliability;
 /// delayed and refused, the Api is killed and restarted, and the database is killed and restarted; every acknowledged
 /// item is accounted for exactly, and nothing (job, document, item, completion) is made twice.
 /// </summary>
+[TakesAbout(100)]
 public sealed class SoakTests(ITestOutputHelper output)
 {
     [Fact]

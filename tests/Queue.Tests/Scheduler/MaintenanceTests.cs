@@ -6,9 +6,11 @@ using Queue.Core.Admin;
 using Queue.Core.Claims;
 using Queue.Core.Jobs;
 using Queue.Core.Maintenance;
+using Queue.Tests.Infrastructure;
 
 namespace Queue.Tests.Scheduler;
 
+[TakesAbout(17)]
 public sealed class MaintenanceTests
 {
     private static readonly DateTimeOffset Now = new(2026, 11, 22, 10, 0, 30, TimeSpan.Zero);

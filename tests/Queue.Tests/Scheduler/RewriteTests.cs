@@ -4,9 +4,11 @@ using Queue.Core.Data;
 using Microsoft.Extensions.Options;
 using Microsoft.Extensions.Time.Testing;
 using Queue.Core.Ordering;
+using Queue.Tests.Infrastructure;
 
 namespace Queue.Tests.Scheduler;
 
+[TakesAbout(32)]
 public sealed class RewriteTests
 {
     // 10:00 UTC: period 10 of the day with the default one-hour period, so smallest-first.

@@ -86,9 +86,9 @@ public sealed class SwapFenceTests
     /// <summary>
     /// KILL CONNECTION from a side session, of the one session of this database with an open transaction: the
     /// rewrite's, idle while its swap runs (the swap's own connection commits as it goes). The server refreshes
-    /// information_schema.innodb_trx at most every 0.1 s, and tests beside this one read it every 25 ms
-    /// (<see cref="FreshDatabase.WaitForLockWaitAsync"/>), so one read can predate the rewrite's transaction: read
-    /// again, for up to 5 s, until it shows.
+    /// information_schema.innodb_trx only when nobody has read it for 0.1 s (tests beside this one read it too,
+    /// <see cref="FreshDatabase.WaitForLockWaitAsync"/>), so one read can predate the rewrite's transaction: read
+    /// again, every 250 ms for up to 5 s, until it shows.
     /// </summary>
     private static async Task KillRewriteLockHolderAsync(FreshDatabase db)
     {
@@ -102,7 +102,7 @@ public sealed class SwapFenceTests
                 WHERE p.db = DATABASE()
                 """)).AsList();
             return holders.Count > 0;
-        }, TimeSpan.FromSeconds(5), TimeSpan.FromMilliseconds(100));
+        }, TimeSpan.FromSeconds(5), TimeSpan.FromMilliseconds(250));
         await conn.ExecuteAsync($"KILL CONNECTION {Assert.Single(holders)}");
     }
 
