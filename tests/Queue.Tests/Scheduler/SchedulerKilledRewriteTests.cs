@@ -58,6 +58,15 @@ public sealed class SchedulerKilledRewriteTests
             // What the server and the scheduler were doing names the cause.
             Assert.Fail("timed out waiting until the boundary rewrite reached its UPDATE\n" + await ServerActivityAsync(db) + "\nscheduler output:\n" + first.Output);
         }
+        // The waiting rewrite's firing scheduled the boundary after its own before it began (ReorderJob): a rewrite held
+        // up by locks never holds back the chain, and another node fires the next boundary should this one die.
+        await using (var conn = await db.DataSource.OpenConnectionAsync())
+        {
+            var lastLogged = await conn.ExecuteScalarAsync<DateTime>("SELECT MAX(period_start) FROM rewrite_log");
+            var following = new DateTimeOffset(DateTime.SpecifyKind(lastLogged, DateTimeKind.Utc) + (2 * period));
+            Assert.True(await TriggerExistsAsync(db, global::Queue.Scheduler.Jobs.ReorderJob.TriggerName(following)),
+                "the boundary after the waiting rewrite's already has its trigger");
+        }
         first.Kill();
 
         // Half-way or not, the ordering claimers see is the last committed one.
