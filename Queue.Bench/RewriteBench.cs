@@ -125,6 +125,9 @@ public static class RewriteBench
         var ratio = p99During / p99Quiet;
         report.Target("claim-p99-during-rewrite", string.Create(CultureInfo.InvariantCulture,
             $"{p99During:F1} ms vs {p99Quiet:F1} ms without, {ratio:F2}x{rankedNote}"), "<= 1.5x", rankedAll && ratio <= 1.5);
+        // Issue "Twice the peer": a rewrite that does not show, at 100k and at 1M jobs.
+        report.Stretch($"claim-p99-during-rewrite-{jobs / 1000}k", string.Create(CultureInfo.InvariantCulture,
+            $"{ratio:F2}x ({p99During:F1} ms vs {p99Quiet:F1} ms){rankedNote}"), "<= 1.3x", rankedAll && ratio <= 1.3);
         return report.Finish();
     }
 
