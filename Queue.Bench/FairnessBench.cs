@@ -183,10 +183,10 @@ public static class FairnessBench
         Console.WriteLine("  " + line);
 
         var shares = floods.Select(f => FairnessFigures.ShareWhileWaiting(a, b, f.Jobs, f.Claims)).ToList();
-        var (floodClaims, allClaims) = (shares.Sum(x => x.Item2), shares.Sum(x => x.Item3));
+        var (floodClaims, allClaims) = (shares.Sum(x => x.Flood), shares.Sum(x => x.All));
         var share = allClaims == 0 ? double.NaN : (double)floodClaims / allClaims;
         Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
-            $"  a's share of handouts while b had an unclaimed item: {share:F2} ({floodClaims:N0} of {allClaims:N0}; by round {string.Join(", ", shares.Select(x => x.Item1.ToString("F2", CultureInfo.InvariantCulture)))})"));
+            $"  a's share of handouts while b had an unclaimed item: {share:F2} ({floodClaims:N0} of {allClaims:N0}; by round {string.Join(", ", shares.Select(x => x.Share.ToString("F2", CultureInfo.InvariantCulture)))})"));
 
         // Jain's index per 1 s window over a and b (weight 1 each): only handouts made while both had unclaimed
         // items count, x_t = handouts_t / weight_t, J = (sum x)^2 / (n sum x^2); windows with < 10 such handouts skipped.

@@ -79,13 +79,14 @@ internal sealed class ClaimAheadFilters
     {
         string? best = null;
         var bestRate = 0;
+        var hold = TimeSpan.FromMilliseconds(o.PrefetchHoldMilliseconds);
         foreach (var (key, ahead) in map)
         {
-            if (!ahead.Takes(at, o) || !ahead.Covers(tasks) || ahead.Count + items > 2 * o.Prefetch)
+            if (!ahead.Takes(at, o, hold) || !ahead.Covers(tasks) || ahead.Count + items > 2 * o.Prefetch)
             {
                 continue;
             }
-            if (ahead.HasWorkOf(tenant, at, TimeSpan.FromMilliseconds(o.PrefetchHoldMilliseconds)))
+            if (ahead.HasWorkOf(tenant, at, hold))
             {
                 return null;
             }
