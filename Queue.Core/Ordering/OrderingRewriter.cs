@@ -51,6 +51,8 @@ public sealed partial class OrderingRewriter(
     {
         // In no job's trace (it moves every job's lanes): under the Quartz firing's span if one is current, else a trace of its own.
         using var activity = QueueTracing.Source.StartActivity(QueueTracing.Rewrite, ActivityKind.Internal, parentContext: default);
+        // Which node rewrote: with several Schedulers (and the Admin's forced rewrites) a trace viewer tells them apart by it.
+        activity?.SetTag(QueueTracing.Instance, instance);
         try
         {
             var result = await RewriteTracedAsync(instance, periodOf, force, ct);

@@ -28,6 +28,7 @@ public static class QueueTracing
     public const string Attempt = "queue.attempt";
     public const string Worker = "queue.worker";
     public const string Items = "queue.items";
+    public const string Instance = "queue.instance";
 
     public const string Submit = "queue.submit";
     public const string Claim = "queue.claim";

@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using Dapper;
 using System.Net;
 using System.Net.Http.Json;
 using System.Text.Json;
@@ -19,10 +20,14 @@ namespace Queue.Tests.Telemetry;
 /// <summary>
 /// A job's life as OpenTelemetry sees it, through the real Api: one trace per job from submit to done. The tests of
 /// this class run one after the other, and no other test listens to the "Queue" source, so "nobody listens" holds
-/// while the no-listener test runs.
+/// while the no-listener test runs. A listener hears every test class of the process, each with a database of its
+/// own: this class's job ids start far above theirs (<see cref="TracedApiFixture"/>), so a job id names one of its jobs.
 /// </summary>
-public sealed class JobTraceTests(ApiFixture fx) : IClassFixture<ApiFixture>
+public sealed class JobTraceTests(TracedApiFixture fx) : IClassFixture<TracedApiFixture>
 {
+    /// <summary>A job id that neither this class's database nor any other test's reaches, for the spans made by hand.</summary>
+    private const long HandMadeJobId = TracedApiFixture.FirstJobId - 1;
+
     [Fact]
     public async Task A_job_submitted_claimed_and_completed_is_one_trace_from_submit_to_done_with_the_ids_tagged()
     {
@@ -89,7 +94,7 @@ public sealed class JobTraceTests(ApiFixture fx) : IClassFixture<ApiFixture>
 
         await LiveAJobAsync("untraced", complete: true);
         Assert.Null(Activity.Current);
-        var items = new List<TakenItem> { new(1, 2, 3, 4, "t", 1, new byte[16], DateTime.UtcNow, false) };
+        var items = new List<TakenItem> { new(1, HandMadeJobId, 3, 4, "t", 1, new byte[16], DateTime.UtcNow, false) };
         Assert.Equal(0, AllocatedByTracing(items));
 
         // The control: the same calls with a listener do make spans and allocate, so the zero above is the guard's.
@@ -97,7 +102,7 @@ public sealed class JobTraceTests(ApiFixture fx) : IClassFixture<ApiFixture>
         using (Sdk.CreateTracerProviderBuilder().AddSource(QueueTracing.Name).AddInMemoryExporter(spans).Build())
         {
             Assert.True(AllocatedByTracing(items) > 0);
-            Assert.Equal(3, spans.Count(a => (long?)a.GetTagItem(QueueTracing.JobId) == 2));
+            Assert.Equal(3, Of(spans, HandMadeJobId).Count);
         }
     }
 
@@ -129,7 +134,8 @@ public sealed class JobTraceTests(ApiFixture fx) : IClassFixture<ApiFixture>
             var (_, jobId, _) = await LiveAJobAsync("rewritten", complete: false);
             var result = await fx.Api.Services.GetRequiredService<OrderingRewriter>().RewriteAsync("trace-test", force: true);
 
-            var rewrite = Assert.Single(spans, a => a.OperationName == QueueTracing.Rewrite);
+            // Other test classes of this process rewrite too, and the listener hears every one: this test's is named by its instance.
+            var rewrite = Assert.Single(Rewrites(spans), a => (string?)a.GetTagItem(QueueTracing.Instance) == "trace-test");
             Assert.Equal(result.JobsRanked, rewrite.GetTagItem("queue.jobs_ranked"));
             Assert.True(result.JobsRanked >= 1);
             Assert.Equal(result.Period.ModeName, rewrite.GetTagItem("queue.mode"));
@@ -185,6 +191,14 @@ public sealed class JobTraceTests(ApiFixture fx) : IClassFixture<ApiFixture>
         return (tenant.Id, jobId, lastTokens.Select(t => t.Id).ToList());
     }
 
+    private static List<Activity> Rewrites(List<Activity> spans)
+    {
+        lock (spans)
+        {
+            return spans.Where(a => a.OperationName == QueueTracing.Rewrite).ToList();
+        }
+    }
+
     private static List<Activity> Of(List<Activity> spans, long jobId)
     {
         lock (spans)
@@ -198,9 +212,9 @@ public sealed class JobTraceTests(ApiFixture fx) : IClassFixture<ApiFixture>
     {
         var before = GC.GetAllocatedBytesForCurrentThread();
         var began = QueueTracing.Begin();
-        QueueTracing.Submitted(began, 2, 3, 1, 1);
+        QueueTracing.Submitted(began, HandMadeJobId, 3, 1, 1);
         QueueTracing.Claimed(began, items, "w");
-        QueueTracing.Failed(began, 1, 2, 3, "t", 1, dead: false, "e");
+        QueueTracing.Failed(began, 1, HandMadeJobId, 3, "t", 1, dead: false, "e");
         return GC.GetAllocatedBytesForCurrentThread() - before;
     }
 
@@ -213,5 +227,18 @@ public sealed class JobTraceTests(ApiFixture fx) : IClassFixture<ApiFixture>
             sum += p.GetSumDouble();
         }
         return sum;
+    }
+}
+
+/// <summary>An Api whose job ids start at <see cref="FirstJobId"/>, above any other test database's.</summary>
+public sealed class TracedApiFixture : ApiFixture
+{
+    public const long FirstJobId = 7_000_000_001;
+
+    public override async Task InitializeAsync()
+    {
+        await base.InitializeAsync();
+        await using var conn = await DataSource.OpenConnectionAsync();
+        await conn.ExecuteAsync($"ALTER TABLE jobs AUTO_INCREMENT = {FirstJobId}");
     }
 }
