@@ -100,6 +100,32 @@ internal sealed class ClaimAheadBuffer(IReadOnlyList<string> tasks)
         return given;
     }
 
+    /// <summary>
+    /// Whether a fresh item of <paramref name="tenant"/>'s own sub-buffer is held, after dropping the stale ones: then
+    /// <see cref="TakeOf"/> with the same <paramref name="now"/> gives one.
+    /// </summary>
+    public bool HoldsFreshOf(long tenant, DateTime now)
+    {
+        DropStale(now);
+        return byTenant.TryGetValue(tenant, out var queue) && queue.Count > 0;
+    }
+
+    /// <summary>
+    /// The first held item of <paramref name="tenant"/> in its order, charged to it through <paramref name="turns"/>,
+    /// whatever the turns of the others say: for a caller whose claim transaction is bringing the others' items to the
+    /// callers beside it (<see cref="ClaimDispatcher"/>'s adoption). Null when none is held.
+    /// </summary>
+    public TakenItem? TakeOf(long tenant, ILaneSelector turns)
+    {
+        if (!byTenant.TryGetValue(tenant, out var queue) || !queue.TryDequeue(out var held, out _))
+        {
+            return null;
+        }
+        Count--;
+        turns.Claimed(tenant, 1);
+        return held.Item;
+    }
+
     /// <summary>Whether a job with <paramref name="tasks"/> is this filter's work: an empty filter takes every task.</summary>
     public bool Covers(IReadOnlyList<string> tasks) => Tasks.Count == 0 || tasks.All(t => Tasks.Contains(t, StringComparer.Ordinal));
 

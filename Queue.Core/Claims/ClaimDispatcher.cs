@@ -41,6 +41,12 @@ public sealed partial class ClaimDispatcher
     private readonly ClaimAheadFilters aheads = new();
     private readonly CallerPeak callers = new();
 
+    /// <summary>
+    /// The callers of each filter waiting on a claim transaction right now (under <see cref="gate"/>): a job adopted
+    /// meanwhile serves one of them at once (<see cref="ServeParkedAsync"/>).
+    /// </summary>
+    private readonly Dictionary<ClaimAheadBuffer, List<Waiter>> parked = new(ReferenceEqualityComparer.Instance);
+
     /// <summary>Task filters tracked at most (<see cref="ClaimAheadFilters"/>); past it a new filter is served by transactions only.</summary>
     public const int MaxFilters = ClaimAheadFilters.Max;
 
@@ -72,6 +78,9 @@ public sealed partial class ClaimDispatcher
             queue.GatherUpTo(() => Math.Min(callers.Peak, Math.Min(GatherBelow, o.MaxBatch)), TimeSpan.FromMicroseconds(o.GatherMicroseconds));
         }
     }
+
+    /// <summary>Tests hold a flush here, right before its transaction begins, given how many callers wait on it.</summary>
+    internal Func<int, Task>? BeforeTransaction { get; set; }
 
     /// <summary>Items held claimed-ahead in memory right now (all task filters).</summary>
     public int Buffered
@@ -174,6 +183,7 @@ public sealed partial class ClaimDispatcher
                 await leases.ReleaseAsync(giveBack, CancellationToken.None);
                 return;
             }
+            await (BeforeTransaction?.Invoke(groups.Sum(g => g.Waiters.Count)) ?? Task.CompletedTask);
             outcomes = await engine.ClaimAsync(groups.Select(g => g.Claim.Order(now, options.Value)).ToList(), CancellationToken.None);
         }
         catch (Exception ex)
@@ -313,6 +323,14 @@ public sealed partial class ClaimDispatcher
                 {
                     ahead.InFlight++;
                     groups.Add(new Group(ahead, byKey.Key, left, surplus));
+                    if (left.Count > 0)
+                    {
+                        if (!parked.TryGetValue(ahead, out var waiting))
+                        {
+                            parked[ahead] = waiting = [];
+                        }
+                        waiting.AddRange(left);
+                    }
                 }
             }
         }
@@ -357,6 +375,14 @@ public sealed partial class ClaimDispatcher
             {
                 var ahead = g.Ahead;
                 ahead.InFlight--;
+                if (parked.TryGetValue(ahead, out var waiting))
+                {
+                    waiting.RemoveAll(g.Waiters.Contains);
+                    if (waiting.Count == 0)
+                    {
+                        parked.Remove(ahead);
+                    }
+                }
                 if (failed)
                 {
                     continue;
@@ -370,7 +396,8 @@ public sealed partial class ClaimDispatcher
                 for (var i = 0; i < g.Waiters.Count; i++)
                 {
                     var w = g.Waiters[i];
-                    if (g.Claim.Results[i].Count == 0 && w.Requeues < MaxRequeues && (ahead.Count > 0 || ahead.Stale.Count > 0 || ahead.InFlight > 0))
+                    // A caller served meanwhile (a job adopted while it waited) is not served again.
+                    if (g.Claim.Results[i].Count == 0 && Volatile.Read(ref w.State) == Pending && w.Requeues < MaxRequeues && (ahead.Count > 0 || ahead.Stale.Count > 0 || ahead.InFlight > 0))
                     {
                         w.Requeues++;
                         requeued.Add(w);

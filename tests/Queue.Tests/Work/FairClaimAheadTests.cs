@@ -125,6 +125,59 @@ public sealed class NewWorkIntakeTests(FairClaimAheadFixture fx) : IClassFixture
         Assert.DoesNotContain(job, await fx.ClaimJobsAsync("intake-cancel", 10));
     }
 
+    [Fact]
+    public async Task A_new_job_gives_its_first_item_at_once_to_a_caller_waiting_on_a_claim_transaction_that_began_before_it()
+    {
+        var (flood, _) = await fx.NewCustomerAsync();
+        var (small, _) = await fx.NewCustomerAsync();
+        var big = await fx.NewJobAsync(flood.Id, 200, ["intake-parked"]);
+        Assert.All(await fx.ClaimJobsAsync("intake-parked", 3), j => Assert.Equal(big, j));
+        var dispatcher = fx.Service<ClaimDispatcher>();
+        var entered = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        var release = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        // Only a transaction with callers is held: a refill of some buffer (no callers) may come first on a busy box.
+        dispatcher.BeforeTransaction = callers =>
+        {
+            if (callers == 0)
+            {
+                return Task.CompletedTask;
+            }
+            entered.TrySetResult();
+            return release.Task;
+        };
+        try
+        {
+            // New work signalled: the buffer is not trusted, so the callers go to a transaction, held here before it begins.
+            fx.Service<WorkSignal>().Notify();
+            var calls = Enumerable.Range(0, 3).Select(_ => dispatcher.ClaimAsync(new ClaimRequest("parked", ["intake-parked"], 1, 300), default)).ToList();
+            await entered.Task.WaitAsync(TimeSpan.FromSeconds(10));
+
+            var (job, held) = await SubmitAsync(small.Id, "intake-parked", 4);
+
+            Assert.True(held, "the job went straight to the buffer");
+            var first = await Task.WhenAny(calls).WaitAsync(TimeSpan.FromSeconds(5));
+            Assert.False(release.Task.IsCompleted);
+            Assert.Equal([job], (await first).Select(i => i.JobId));
+            release.TrySetResult();
+            var answers = await Task.WhenAll(calls).WaitAsync(TimeSpan.FromSeconds(10));
+            var ids = answers.SelectMany(a => a).Select(i => i.Id).ToList();
+            Assert.Equal(ids.Count, ids.Distinct().Count());
+            Assert.All(answers, a => Assert.Single(a));
+            // The item the held transaction took for the caller served early goes back: leased are at most the three
+            // claimed first and the two answered from the transaction (leases handed out from memory are written later).
+            var floodAnswered = answers.SelectMany(a => a).Count(i => i.JobId == big);
+            Assert.Equal(2, floodAnswered);
+            await Eventually.UntilAsync(async () => await fx.ScalarAsync<long>(
+                "SELECT COUNT(*) FROM items WHERE job_id = @Big AND state = 1 AND lease_expires_at IS NOT NULL", new { Big = big }) <= 3 + floodAnswered,
+                "the served caller's item from the transaction is given back", 10);
+        }
+        finally
+        {
+            dispatcher.BeforeTransaction = null;
+            release.TrySetResult();
+        }
+    }
+
     private async Task<(long JobId, bool Held)> SubmitAsync(long tenantId, string task, int documents)
     {
         var docs = Enumerable.Range(0, documents).Select(d => new InlineDocument($"d{d}.txt", "text/plain", [(byte)'x'])).ToList();
