@@ -65,7 +65,7 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
     private async Task<bool> RoundAsync(ClaimTransaction tx, IReadOnlyList<string> tasks, Walk walk, DateTime now, CancellationToken ct)
     {
         var limit = walk.Visited.Count + Math.Max(LanesPerRound, walk.Wanted);
-        var lanes = await selector.SelectAsync(tx.Connection, new LaneQuery(tasks, now, limit, walk.QuotaWanted), ct);
+        var lanes = await selector.SelectAsync(tx.Connection, new LaneQuery(tasks, now, limit, walk.QuotaWanted, walk.Visited), ct);
         var fresh = lanes.Where(l => !walk.Visited.Contains((l.JobId, l.Task))).ToList();
         if (walk.Rounds++ == 0)
         {

@@ -16,7 +16,10 @@ public sealed record Lane(long JobId, string Task, long TenantId, long Value, in
 /// <param name="Tasks">The worker's task filter; empty accepts every task.</param>
 /// <param name="Limit">At most this many lanes; the engine asks again with a larger limit when these ran dry.</param>
 /// <param name="Wanted">Items the claim still wants: a fair selector shares that many out in one round of quotas.</param>
-public sealed record LaneQuery(IReadOnlyList<string> Tasks, DateTime Now, int Limit, int Wanted = 1);
+/// <param name="Visited">Lanes this claim has drained or skipped already: a selector that offers a few lanes per
+/// tenant offers the next ones instead (they still look claimable until the claim closes).</param>
+public sealed record LaneQuery(IReadOnlyList<string> Tasks, DateTime Now, int Limit, int Wanted = 1,
+    IReadOnlySet<(long JobId, string Task)>? Visited = null);
 
 /// <summary>
 /// The replaceable step of a claim that decides which lanes come first. The engine calls it with the claim's

@@ -141,10 +141,21 @@ public sealed class TenantFairLaneSelector(FairShare fair, TimeProvider clock) :
         return lanes.Take(query.Limit).ToList();
     }
 
-    /// <summary>Each tenant's first claimable lane in seed order (across the worker's tasks), for up to eight tenants.</summary>
+    /// <summary>
+    /// Lanes fetched per tenant beyond the first at most: past this many lanes visited in one claim, a tenant whose
+    /// first lanes it all drained may be offered none, and the claim ends with what it has.
+    /// </summary>
+    private const int MaxSkippedHeads = 32;
+
+    /// <summary>
+    /// Each tenant's first claimable lane in seed order (across the worker's tasks) that this claim has not visited yet,
+    /// for up to eight tenants.
+    /// </summary>
     private static async Task<List<Lane>> HeadsAsync(MySqlConnection conn, List<long> chunk, LaneQuery query, CancellationToken ct)
     {
+        var visited = query.Visited;
         var args = new DynamicParameters();
+        args.Add("Per", 1 + Math.Min(visited?.Count ?? 0, MaxSkippedHeads));
         for (var k = 0; k < FairnessSql.HeadsPerQuery; k++)
         {
             args.Add("T" + k.ToString(System.Globalization.CultureInfo.InvariantCulture), k < chunk.Count ? chunk[k] : -1L);
@@ -163,6 +174,7 @@ public sealed class TenantFairLaneSelector(FairShare fair, TimeProvider clock) :
                 found.AddRange((await conn.QueryAsync<LaneRow>(Cmd(FairnessSql.TenantHeadsForTask, args, ct))).Select(r => r.ToLane(null)));
             }
         }
+        found.RemoveAll(l => visited?.Contains((l.JobId, l.Task)) == true);
         found.Sort(SeedOrder);
         return found.GroupBy(l => l.TenantId).Select(g => g.First()).ToList();
     }

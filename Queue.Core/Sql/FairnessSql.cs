@@ -58,18 +58,20 @@ public static class FairnessSql
     public const int HeadsPerQuery = 8;
 
     /// <summary>
-    /// The head lane (seed order, overrides aside) of each of up to eight tenants, @T0..@T7, in one round trip: one
-    /// <c>LIMIT 1</c> probe of <c>ix_ordering_tenant</c> per tenant, glued with UNION ALL.
+    /// The first @Per lanes (seed order, overrides aside) of each of up to eight tenants, @T0..@T7, in one round trip:
+    /// one <c>LIMIT @Per</c> probe of <c>ix_ordering_tenant</c> per tenant, glued with UNION ALL. @Per is one more than
+    /// the lanes the claim has visited: a lane it drained still shows as claimable until the claim closes, and with
+    /// <c>LIMIT 1</c> that lane was each tenant's only offer, so a claim ended after one lane per tenant.
     /// </summary>
     public static readonly string TenantHeads = Heads(i => $"""
         (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_tenant)
-         WHERE blocked = 0 AND tenant_id = @T{i} AND {OrderingSql.InCurrentBand} AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id, task LIMIT 1)
+         WHERE blocked = 0 AND tenant_id = @T{i} AND {OrderingSql.InCurrentBand} AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id, task LIMIT @Per)
         """);
 
     /// <summary>The same for one task (<c>ix_ordering_task_tenant</c>).</summary>
     public static readonly string TenantHeadsForTask = Heads(i => $"""
         (SELECT job_id AS JobId, task AS Task, tenant_id AS TenantId, value AS Value FROM ordering FORCE INDEX (ix_ordering_task_tenant)
-         WHERE blocked = 0 AND task = @Task AND tenant_id = @T{i} AND {OrderingSql.InCurrentBand} AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id LIMIT 1)
+         WHERE blocked = 0 AND task = @Task AND tenant_id = @T{i} AND {OrderingSql.InCurrentBand} AND mode <> 'override' AND available_at <= @Now ORDER BY value, job_id LIMIT @Per)
         """);
 
     public const string TenantWeights = "SELECT id AS Id, weight AS Weight FROM tenants";

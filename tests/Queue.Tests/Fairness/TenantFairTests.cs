@@ -130,6 +130,23 @@ public sealed class TenantFairTests(TenantFairFixture fx) : IClassFixture<Tenant
     }
 
     [Fact]
+    public async Task A_batch_of_claims_goes_on_to_each_tenants_next_jobs_when_their_first_ones_run_dry()
+    {
+        var (a, _) = await fx.NewCustomerAsync("ma-" + Guid.NewGuid().ToString("N")[..6]);
+        var (b, _) = await fx.NewCustomerAsync("mb-" + Guid.NewGuid().ToString("N")[..6]);
+        for (var i = 0; i < 10; i++)
+        {
+            await fx.NewJobAsync(a.Id, 2, ["many"]);
+            await fx.NewJobAsync(b.Id, 2, ["many"]);
+        }
+
+        var served = await fx.ClaimTenantsAsync("many", 1, max: 20);
+
+        Assert.Equal(20, served.Count);
+        Assert.Equal(10, served.Count(n => n == a.Name));
+    }
+
+    [Fact]
     public async Task Within_one_tenant_the_order_is_the_seeds()
     {
         var (a, _) = await fx.NewCustomerAsync("one-" + Guid.NewGuid().ToString("N")[..6]);
