@@ -7,7 +7,6 @@ using static Queue.Tests.Jobs.JobsTestKit;
 namespace Queue.Tests.Reliability;
 
 /// <summary>once a job committed, its Idempotency-Key replays it, whatever fails after the commit.</summary>
-[TakesAbout(30)]
 public sealed class IdempotencyAfterCommitTests(ApiFixture fx) : IClassFixture<ApiFixture>
 {
     private static HttpRequestMessage Post(string path, HttpContent content, string key)
