@@ -82,6 +82,10 @@ public sealed class SoakRun(TimeSpan duration, int seed, Action<string> log, boo
         // Drain: everything acknowledged reaches an end state (abandoned leases expire, retries fall due), bounded.
         var drained = await DrainedAsync(world, TimeSpan.FromSeconds(LeaseSeconds * 6));
         Event($"{clock.Elapsed.TotalSeconds:F0}s drain {(drained ? "finished" : "cut off")}");
+        if (!drained)
+        {
+            await PendingAsync(world);
+        }
         await work.CancelAsync();
         await Task.WhenAll(workers);
         await sampler;
@@ -374,6 +378,27 @@ public sealed class SoakRun(TimeSpan duration, int seed, Action<string> log, boo
             await Task.Delay(500);
         }
         return false;
+    }
+
+    /// <summary>What a cut-off drain left pending, each item with its lane: why nothing claimed it.</summary>
+    private async Task PendingAsync(SoakWorld world)
+    {
+        await using var conn = new MySqlConnection(QueueDatabase.Normalize(world.ConnectionString));
+        await conn.OpenAsync();
+        var rows = await conn.QueryAsync<(long Id, long Job, string Task, int State, int Active, int Attempts, double DueIn, double? LeaseIn, int JobState,
+            double? LaneIn, int? Blocked, string? Error)>("""
+            SELECT i.id, i.job_id, i.task, i.state, i.active, i.attempts, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), i.due_at) / 1e6,
+                   TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), i.lease_expires_at) / 1e6, j.state,
+                   TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), o.available_at) / 1e6, o.blocked, i.last_error
+            FROM items i JOIN jobs j ON j.id = i.job_id LEFT JOIN ordering o ON o.job_id = i.job_id AND o.task = i.task
+            WHERE i.state < 2 ORDER BY i.id LIMIT 10
+            """);
+        foreach (var r in rows)
+        {
+            Event($"pending item {r.Id} (job {r.Job} state {r.JobState}, {r.Task}): state {r.State}, active {r.Active}, attempts {r.Attempts}, " +
+                $"due in {r.DueIn:F1} s, lease expires in {r.LeaseIn?.ToString("F1", System.Globalization.CultureInfo.InvariantCulture) ?? "-"} s, " +
+                $"lane {(r.LaneIn is { } lane ? $"available in {lane:F1} s, blocked {r.Blocked}" : "missing")}, last error {r.Error ?? "-"}");
+        }
     }
 
     private async Task<SoakResult> ReconcileAsync(SoakWorld world, List<SoakSample> samples, IReadOnlyDictionary<string, int> faultCounts)
