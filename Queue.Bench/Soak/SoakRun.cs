@@ -5,6 +5,7 @@ using System.Net.Http.Json;
 using System.Text.Json;
 using Dapper;
 using MySqlConnector;
+using Queue.Bench.Sql;
 using Queue.Core.Data;
 
 namespace Queue.Bench.Soak;
@@ -386,18 +387,13 @@ public sealed class SoakRun(TimeSpan duration, int seed, Action<string> log, boo
         await using var conn = new MySqlConnection(QueueDatabase.Normalize(world.ConnectionString));
         await conn.OpenAsync();
         var rows = await conn.QueryAsync<(long Id, long Job, string Task, int State, int Active, int Attempts, double DueIn, double? LeaseIn, int JobState,
-            double? LaneIn, int? Blocked, string? Error)>("""
-            SELECT i.id, i.job_id, i.task, i.state, i.active, i.attempts, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), i.due_at) / 1e6,
-                   TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), i.lease_expires_at) / 1e6, j.state,
-                   TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), o.available_at) / 1e6, o.blocked, i.last_error
-            FROM items i JOIN jobs j ON j.id = i.job_id LEFT JOIN ordering o ON o.job_id = i.job_id AND o.task = i.task
-            WHERE i.state < 2 ORDER BY i.id LIMIT 10
-            """);
+            double? LaneIn, int? Blocked, string? Error, string? Mode, long? InBand)>(SoakSql.Pending);
         foreach (var r in rows)
         {
             Event($"pending item {r.Id} (job {r.Job} state {r.JobState}, {r.Task}): state {r.State}, active {r.Active}, attempts {r.Attempts}, " +
                 $"due in {r.DueIn:F1} s, lease expires in {r.LeaseIn?.ToString("F1", System.Globalization.CultureInfo.InvariantCulture) ?? "-"} s, " +
-                $"lane {(r.LaneIn is { } lane ? $"available in {lane:F1} s, blocked {r.Blocked}" : "missing")}, last error {r.Error ?? "-"}");
+                $"lane {(r.LaneIn is { } lane ? $"available in {lane:F1} s, blocked {r.Blocked}, mode {r.Mode}, in the current band {r.InBand == 1}" : "missing")}, " +
+                $"last error {r.Error ?? "-"}");
         }
     }
 
