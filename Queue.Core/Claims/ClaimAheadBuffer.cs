@@ -93,11 +93,17 @@ internal sealed class ClaimAheadBuffer(IReadOnlyList<string> tasks)
                 }
                 held = queue.Dequeue();
             }
-            Count--;
-            turns.Claimed(held.Item.TenantId, 1);
-            given.Add(held.Item);
+            given.Add(Out(held, turns));
         }
         return given;
+    }
+
+    /// <summary>An item leaving the buffer: counted out here, and charged to its tenant's turn.</summary>
+    private TakenItem Out(Held held, ILaneSelector turns)
+    {
+        Count--;
+        turns.Claimed(held.Item.TenantId, 1);
+        return held.Item;
     }
 
     /// <summary>
@@ -117,13 +123,7 @@ internal sealed class ClaimAheadBuffer(IReadOnlyList<string> tasks)
     /// </summary>
     public TakenItem? TakeOf(long tenant, ILaneSelector turns)
     {
-        if (!byTenant.TryGetValue(tenant, out var queue) || !queue.TryDequeue(out var held, out _))
-        {
-            return null;
-        }
-        Count--;
-        turns.Claimed(tenant, 1);
-        return held.Item;
+        return byTenant.TryGetValue(tenant, out var queue) && queue.TryDequeue(out var held, out _) ? Out(held, turns) : null;
     }
 
     /// <summary>Whether a job with <paramref name="tasks"/> is this filter's work: an empty filter takes every task.</summary>

@@ -349,14 +349,18 @@ public sealed partial class ClaimDispatcher
         {
             return null;
         }
-        var given = new List<TakenItem>(taken.Count);
-        foreach (var b in taken)
-        {
-            var item = b with { Attempt = b.Attempt + 1, Until = now.AddSeconds(request.LeaseSeconds), Reservation = false };
-            handouts.Add(item, request.Worker, b.Until);
-            given.Add(item);
-        }
-        return given;
+        return taken.ConvertAll(b => LeaseOut(b, request, now));
+    }
+
+    /// <summary>
+    /// A reserved item from a buffer as <paramref name="request"/>'s caller's lease, under the reservation's own token;
+    /// the lease is written down after the answer (<see cref="HandoutLog"/>). Under <see cref="gate"/>.
+    /// </summary>
+    private TakenItem LeaseOut(TakenItem reserved, ClaimRequest request, DateTime now)
+    {
+        var item = reserved with { Attempt = reserved.Attempt + 1, Until = now.AddSeconds(request.LeaseSeconds), Reservation = false };
+        handouts.Add(item, request.Worker, reserved.Until);
+        return item;
     }
 
     /// <summary>

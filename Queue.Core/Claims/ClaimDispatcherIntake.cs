@@ -123,14 +123,8 @@ public sealed partial class ClaimDispatcher : INewWorkIntake
             {
                 return;
             }
-            given = [];
-            // Held and fresh, checked above under this lock with the same clock reading.
-            if (ahead.TakeOf(tenant, turns) is { } b)
-            {
-                var item = b with { Attempt = b.Attempt + 1, Until = now.AddSeconds(served.Request.LeaseSeconds), Reservation = false };
-                handouts.Add(item, served.Request.Worker, b.Until);
-                given.Add(item);
-            }
+            // Held and fresh, checked above under this lock with the same clock reading, so never empty.
+            given = ahead.TakeOf(tenant, turns) is { } b ? [LeaseOut(b, served.Request, now)] : [];
         }
         CountClaimed(served.Request.Worker, given);
         served.Result.TrySetResult(given);

@@ -178,6 +178,48 @@ public sealed class NewWorkIntakeTests(FairClaimAheadFixture fx) : IClassFixture
         }
     }
 
+    [Fact]
+    public async Task A_caller_that_gave_up_on_a_claim_transaction_is_not_handed_a_new_jobs_item()
+    {
+        var (flood, _) = await fx.NewCustomerAsync();
+        var (small, _) = await fx.NewCustomerAsync();
+        var big = await fx.NewJobAsync(flood.Id, 200, ["intake-gone"]);
+        Assert.All(await fx.ClaimJobsAsync("intake-gone", 3), j => Assert.Equal(big, j));
+        var dispatcher = fx.Service<ClaimDispatcher>();
+        var entered = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        var release = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        dispatcher.BeforeTransaction = callers =>
+        {
+            if (callers == 0)
+            {
+                return Task.CompletedTask;
+            }
+            entered.TrySetResult();
+            return release.Task;
+        };
+        try
+        {
+            fx.Service<WorkSignal>().Notify();
+            using var leaving = new CancellationTokenSource();
+            var call = dispatcher.ClaimAsync(new ClaimRequest("gone", ["intake-gone"], 1, 300), leaving.Token);
+            await entered.Task.WaitAsync(TimeSpan.FromSeconds(10));
+            await leaving.CancelAsync();
+            await Assert.ThrowsAnyAsync<OperationCanceledException>(() => call);
+            var buffered = dispatcher.Buffered;
+
+            var (_, held) = await SubmitAsync(small.Id, "intake-gone", 4);
+
+            Assert.True(held, "the job went straight to the buffer");
+            // The adoption found only a caller that had left: all four of the job's items are still buffered.
+            Assert.Equal(buffered + 4, dispatcher.Buffered);
+        }
+        finally
+        {
+            dispatcher.BeforeTransaction = null;
+            release.TrySetResult();
+        }
+    }
+
     private async Task<(long JobId, bool Held)> SubmitAsync(long tenantId, string task, int documents)
     {
         var docs = Enumerable.Range(0, documents).Select(d => new InlineDocument($"d{d}.txt", "text/plain", [(byte)'x'])).ToList();
