@@ -42,7 +42,7 @@ public sealed class Simulation(Scenario scenario, string policy, string connecti
         var rewriter = new OrderingRewriter(db, calendar, lanes, clock, options, NullLogger<OrderingRewriter>.Instance);
         ILaneSelector selector = policy switch
         {
-            "tenant-fair" => new TenantFairLaneSelector(new FairShare(), clock),
+            "tenant-fair" => new TenantFairLaneSelector(new FairShare(new OrderingOptions().ReturnCredit), clock),
             "fifo" => new FifoLaneSelector(),
             _ => new SeedLaneSelector(),
         };

@@ -1,22 +1,33 @@
+using Queue.Core.Ordering;
+
 namespace Queue.Core.Fairness;
 
 /// <summary>
 /// Weighted fair sharing of claims between tenants (stride scheduling with start-time virtual time, as in SFQ).
 /// Each tenant has a pass: the claims it was served divided by its weight. The next claim goes to the tenant with
 /// work whose pass is lowest (ties to the lower tenant id). <see cref="VirtualTime"/> is the lowest pass among the
-/// tenants that kept having claimable work; a tenant that had none is lifted to the least-served such tenant's pass
-/// when it shows up again, so idling banks no credit: it starts level with the least-served active tenant. Debt is
-/// kept (a tenant served ahead of its share and then idle is not lifted, nor lowered), as in start-time fair queueing.
+/// tenants that kept having claimable work. A tenant that had none is lifted, when it shows up again, to the
+/// least-served such tenant's pass minus the return credit (<see cref="OrderingOptions.ReturnCredit"/>): idling banks
+/// at most that much, as a woken task's place in Linux's fair scheduler does, so a small job that arrives beside a
+/// flood takes its first few items ahead instead of one turn in two from the start. With no credit it starts level.
+/// Debt is kept (a tenant served ahead of its share and then idle is not lifted, nor lowered), as in start-time fair
+/// queueing.
 /// <para>
 /// The state is in memory, per Api process (docs/DESIGN.md "Fairness"): claims never write a shared row, and with
 /// several Api processes each one shares its own claims fairly, so their sum is fair too.
 /// </para>
 /// </summary>
-public sealed class FairShare
+public sealed class FairShare(double returnCredit = 0)
 {
     private readonly Lock gate = new();
     private readonly Dictionary<long, double> pass = [];
     private double virtualTime;
+
+    /// <summary>
+    /// The lowest pass a tenant with work is ranked at: the virtual time less the return credit. A tenant below it
+    /// idled longer than its credit lasts, and counts as being here. Under <see cref="gate"/>.
+    /// </summary>
+    private double Floor => virtualTime - returnCredit;
 
     public double VirtualTime
     {
@@ -33,7 +44,7 @@ public sealed class FairShare
     {
         lock (gate)
         {
-            return Math.Max(pass.GetValueOrDefault(tenant), virtualTime);
+            return Math.Max(pass.GetValueOrDefault(tenant), Floor);
         }
     }
 
@@ -56,7 +67,7 @@ public sealed class FairShare
     {
         lock (gate)
         {
-            var list = tenants.Select(t => (Tenant: t, Pass: Math.Max(pass.GetValueOrDefault(t), virtualTime))).ToList();
+            var list = tenants.Select(t => (Tenant: t, Pass: Math.Max(pass.GetValueOrDefault(t), Floor))).ToList();
             list.Sort(static (a, b) => a.Pass != b.Pass ? a.Pass.CompareTo(b.Pass) : a.Tenant.CompareTo(b.Tenant));
             return list.ConvertAll(x => x.Tenant);
         }
@@ -64,8 +75,8 @@ public sealed class FairShare
 
     /// <summary>
     /// These tenants have claimable work now. Any that fell behind the virtual time while it had none is lifted to the
-    /// pass of the least-served tenant that kept up (so it starts level, and loses the tie to the lower id), and the
-    /// virtual time moves up to that pass.
+    /// pass of the least-served tenant that kept up less the return credit (with none it starts level, and loses the tie
+    /// to the lower id); one still within its credit keeps what is left of it. The virtual time moves up to that pass.
     /// </summary>
     public void Backlogged(IReadOnlyCollection<long> tenants)
     {
@@ -90,7 +101,8 @@ public sealed class FairShare
             }
             foreach (var t in tenants)
             {
-                pass[t] = Math.Max(pass.GetValueOrDefault(t), level);
+                var p = pass.GetValueOrDefault(t);
+                pass[t] = p >= virtualTime ? p : Math.Max(p, level - returnCredit);
             }
             virtualTime = Math.Max(virtualTime, level);
         }
@@ -104,7 +116,7 @@ public sealed class FairShare
     {
         lock (gate)
         {
-            var sim = tenantsWithWork.Select(t => (Tenant: t, Pass: Math.Max(pass.GetValueOrDefault(t), virtualTime))).ToList();
+            var sim = tenantsWithWork.Select(t => (Tenant: t, Pass: Math.Max(pass.GetValueOrDefault(t), Floor))).ToList();
             var counts = new Dictionary<long, int>();
             var order = new List<long>();
             for (var k = 0; k < picks && sim.Count > 0; k++)
@@ -138,7 +150,7 @@ public sealed class FairShare
         }
         lock (gate)
         {
-            pass[tenant] = Math.Max(pass.GetValueOrDefault(tenant), virtualTime) + ((double)count / Math.Max(1, weight));
+            pass[tenant] = Math.Max(pass.GetValueOrDefault(tenant), Floor) + ((double)count / Math.Max(1, weight));
         }
     }
 }

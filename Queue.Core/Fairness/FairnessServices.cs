@@ -14,7 +14,7 @@ public static class FairnessServices
     /// </summary>
     public static IServiceCollection AddFairness(this IServiceCollection services)
     {
-        services.TryAddSingleton<FairShare>();
+        services.TryAddSingleton(sp => new FairShare(sp.GetRequiredService<IOptions<OrderingOptions>>().Value.ReturnCredit));
         services.TryAddSingleton<TenantFairLaneSelector>();
         services.Replace(ServiceDescriptor.Singleton<ILaneSelector>(sp =>
             sp.GetRequiredService<IOptions<OrderingOptions>>().Value.Policy == OrderingOptions.TenantFair

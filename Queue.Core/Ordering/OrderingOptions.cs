@@ -18,6 +18,13 @@ public sealed class OrderingOptions
     public string Policy { get; set; } = TenantFair;
 
     /// <summary>
+    /// Under <c>tenant-fair</c>: how many items per unit of weight a tenant that comes back from idling may take ahead of
+    /// the tenants that kept busy; idling banks no more than this. 0 starts it level with them. The default 4 cut a small
+    /// tenant's turnaround beside a flood by a quarter at the median (docs/DESIGN.md "Fairness").
+    /// </summary>
+    public double ReturnCredit { get; set; } = 4;
+
+    /// <summary>
     /// The largest in-memory working table a rewrite builds (about 150 bytes per job with work: the default 256 MiB holds
     /// about 1.8 million jobs; a 16 MiB table held 112k jobs, 168k before the slice column). A larger queue's rewrite
     /// builds it on disk (an InnoDB temporary table) instead, about a quarter slower. The memory is the database
@@ -84,6 +91,7 @@ public sealed class OrderingOptionsRules() : OptionsRules<OrderingOptions>("Orde
     [
         (nameof(o.Period), o.Period >= TimeSpan.FromSeconds(1) && o.Period <= TimeSpan.FromDays(1), "must be 1 second to 1 day"),
         (nameof(o.Policy), o.Policy is OrderingOptions.Seed or OrderingOptions.TenantFair, $"must be {OrderingOptions.Seed} or {OrderingOptions.TenantFair}"),
+        (nameof(o.ReturnCredit), o.ReturnCredit is >= 0 and <= 1000, "must be 0 to 1000"),
         (nameof(o.TimeZone), OrderingOptions.TryZone(o.TimeZone) is not null, "must be a known time zone id"),
         (nameof(o.RewriteMethod), o.RewriteMethod is OrderingOptions.Swap or OrderingOptions.InPlace, $"must be {OrderingOptions.Swap} or {OrderingOptions.InPlace}"),
         (nameof(o.RewriteSliceJobs), o.RewriteSliceJobs is >= 1 and <= 1_000_000, "must be 1 to 1000000"),

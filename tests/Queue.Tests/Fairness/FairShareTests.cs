@@ -24,9 +24,9 @@ public sealed class FairShareTests
     }
 
     [Fact]
-    public void A_tenant_that_was_idle_starts_level_with_the_least_served_and_banks_no_credit()
+    public void Without_a_return_credit_a_tenant_that_was_idle_starts_level_with_the_least_served_and_banks_nothing()
     {
-        var fair = new FairShare();
+        var fair = new FairShare(returnCredit: 0);
         for (var i = 0; i < 100; i++)
         {
             Assert.Equal(1, Next(fair, [1], _ => 1));
@@ -35,6 +35,47 @@ public sealed class FairShareTests
         var next = Enumerable.Range(0, 10).Select(_ => Next(fair, [1, 2], _ => 1)).ToList();
         Assert.Equal(5, next.Count(t => t == 2));
         Assert.Equal([1, 2, 1, 2, 1, 2, 1, 2, 1, 2], next); // level with tenant 1 (pass 100): the tie goes to the lower id
+    }
+
+    [Fact]
+    public void A_tenant_back_from_idling_takes_its_return_credit_ahead_and_then_alternates()
+    {
+        var fair = new FairShare(returnCredit: 4);
+        for (var i = 0; i < 100; i++)
+        {
+            Assert.Equal(1, Next(fair, [1], _ => 1));
+        }
+        // Tenant 2 banked 100 claims of idling but only 4 count: then level with tenant 1 (pass 100), the tie to the lower id.
+        var next = Enumerable.Range(0, 12).Select(_ => Next(fair, [1, 2], _ => 1)).ToList();
+        Assert.Equal([2, 2, 2, 2, 1, 2, 1, 2, 1, 2, 1, 2], next);
+    }
+
+    [Fact]
+    public void A_tenant_that_stays_busy_is_not_given_its_return_credit_again()
+    {
+        var fair = new FairShare(returnCredit: 4);
+        for (var i = 0; i < 10; i++)
+        {
+            Next(fair, [1], _ => 1);
+        }
+        // Both busy from here on: the credit is spent once, and every claim round that sees tenant 2 again adds nothing.
+        var counts = Enumerable.Range(0, 200).Select(_ => Next(fair, [1, 2], _ => 1)).GroupBy(t => t).ToDictionary(g => g.Key, g => g.Count());
+        Assert.Equal(102, counts[2]);
+        Assert.Equal(98, counts[1]);
+    }
+
+    [Fact]
+    public void A_tenant_that_idles_briefly_keeps_only_what_is_left_of_its_credit()
+    {
+        var fair = new FairShare(returnCredit: 4);
+        for (var i = 0; i < 10; i++)
+        {
+            Next(fair, [1], _ => 1);
+        }
+        Assert.Equal([2, 2, 2], Enumerable.Range(0, 3).Select(_ => Next(fair, [1, 2], _ => 1)).ToList());
+        // Tenant 2 idles while tenant 1 takes one claim: it banks that one back, never more than the credit.
+        Assert.Equal(1, Next(fair, [1], _ => 1));
+        Assert.Equal([2, 2, 1, 2, 1], Enumerable.Range(0, 5).Select(_ => Next(fair, [1, 2], _ => 1)).ToList());
     }
 
     [Fact]

@@ -136,10 +136,13 @@ public sealed class NewWorkIntakeTests(FairClaimAheadFixture fx) : IClassFixture
         var entered = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
         var release = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
         // Only a transaction with callers is held: a refill of some buffer (no callers) may come first on a busy box.
+        // Such a refill sees the signal below and trusts the buffer again, and the callers were then served from
+        // memory, never reaching a transaction (the test timed out waiting, under load): each one signals anew.
         dispatcher.BeforeTransaction = callers =>
         {
             if (callers == 0)
             {
+                fx.Service<WorkSignal>().Notify();
                 return Task.CompletedTask;
             }
             entered.TrySetResult();
@@ -188,10 +191,12 @@ public sealed class NewWorkIntakeTests(FairClaimAheadFixture fx) : IClassFixture
         var dispatcher = fx.Service<ClaimDispatcher>();
         var entered = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
         var release = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        // As above: a refill without callers signals anew, so the caller cannot be served from a buffer it trusted again.
         dispatcher.BeforeTransaction = callers =>
         {
             if (callers == 0)
             {
+                fx.Service<WorkSignal>().Notify();
                 return Task.CompletedTask;
             }
             entered.TrySetResult();
