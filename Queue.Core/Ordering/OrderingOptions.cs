@@ -19,10 +19,11 @@ public sealed class OrderingOptions
 
     /// <summary>
     /// Under <c>tenant-fair</c>: how many items per unit of weight a tenant that comes back from idling may take ahead of
-    /// the tenants that kept busy; idling banks no more than this. 0 starts it level with them. The default 4 cut a small
-    /// tenant's turnaround beside a flood by a quarter at the median (docs/DESIGN.md "Fairness").
+    /// the tenants that kept busy; idling banks no more than this. 0 starts it level with them. The default 3 takes a
+    /// small job's first items beside a flood out of the one-in-two pacing and keeps every second's split within Jain's
+    /// index 0.9 (docs/DESIGN.md "Fairness", "Bounded return credit").
     /// </summary>
-    public double ReturnCredit { get; set; } = 4;
+    public double ReturnCredit { get; set; } = 3;
 
     /// <summary>
     /// The largest in-memory working table a rewrite builds (about 150 bytes per job with work: the default 256 MiB holds

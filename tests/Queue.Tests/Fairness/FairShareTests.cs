@@ -13,6 +13,15 @@ public sealed class FairShareTests
         return t;
     }
 
+    /// <summary>Tenant <paramref name="tenant"/> alone takes <paramref name="claims"/> claims.</summary>
+    private static void Alone(FairShare fair, long tenant, int claims)
+    {
+        for (var i = 0; i < claims; i++)
+        {
+            Assert.Equal(tenant, Next(fair, [tenant], _ => 1));
+        }
+    }
+
     [Fact]
     public void Claims_are_shared_in_proportion_to_weight()
     {
@@ -27,10 +36,7 @@ public sealed class FairShareTests
     public void Without_a_return_credit_a_tenant_that_was_idle_starts_level_with_the_least_served_and_banks_nothing()
     {
         var fair = new FairShare(returnCredit: 0);
-        for (var i = 0; i < 100; i++)
-        {
-            Assert.Equal(1, Next(fair, [1], _ => 1));
-        }
+        Alone(fair, 1, 100);
         // Tenant 2 arrives after 100 claims of tenant 1: it alternates with 1 instead of taking the next 100.
         var next = Enumerable.Range(0, 10).Select(_ => Next(fair, [1, 2], _ => 1)).ToList();
         Assert.Equal(5, next.Count(t => t == 2));
@@ -41,10 +47,7 @@ public sealed class FairShareTests
     public void A_tenant_back_from_idling_takes_its_return_credit_ahead_and_then_alternates()
     {
         var fair = new FairShare(returnCredit: 4);
-        for (var i = 0; i < 100; i++)
-        {
-            Assert.Equal(1, Next(fair, [1], _ => 1));
-        }
+        Alone(fair, 1, 100);
         // Tenant 2 banked 100 claims of idling but only 4 count: then level with tenant 1 (pass 100), the tie to the lower id.
         var next = Enumerable.Range(0, 12).Select(_ => Next(fair, [1, 2], _ => 1)).ToList();
         Assert.Equal([2, 2, 2, 2, 1, 2, 1, 2, 1, 2, 1, 2], next);
@@ -54,10 +57,7 @@ public sealed class FairShareTests
     public void A_tenant_that_stays_busy_is_not_given_its_return_credit_again()
     {
         var fair = new FairShare(returnCredit: 4);
-        for (var i = 0; i < 10; i++)
-        {
-            Next(fair, [1], _ => 1);
-        }
+        Alone(fair, 1, 10);
         // Both busy from here on: the credit is spent once, and every claim round that sees tenant 2 again adds nothing.
         var counts = Enumerable.Range(0, 200).Select(_ => Next(fair, [1, 2], _ => 1)).GroupBy(t => t).ToDictionary(g => g.Key, g => g.Count());
         Assert.Equal(102, counts[2]);
@@ -68,10 +68,7 @@ public sealed class FairShareTests
     public void A_tenant_that_idles_briefly_keeps_only_what_is_left_of_its_credit()
     {
         var fair = new FairShare(returnCredit: 4);
-        for (var i = 0; i < 10; i++)
-        {
-            Next(fair, [1], _ => 1);
-        }
+        Alone(fair, 1, 10);
         Assert.Equal([2, 2, 2], Enumerable.Range(0, 3).Select(_ => Next(fair, [1, 2], _ => 1)).ToList());
         // Tenant 2 idles while tenant 1 takes one claim: it banks that one back, never more than the credit.
         Assert.Equal(1, Next(fair, [1], _ => 1));
