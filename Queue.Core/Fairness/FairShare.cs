@@ -24,8 +24,8 @@ public sealed class FairShare(double returnCredit = 0)
     private double virtualTime;
 
     /// <summary>
-    /// The lowest pass a tenant with work is ranked at: the virtual time less the return credit. A tenant below it
-    /// idled longer than its credit lasts, and counts as being here. Under <see cref="gate"/>.
+    /// The lowest pass a tenant with work is ranked at: the virtual time less the return credit. A tenant whose own pass
+    /// is lower idled past its credit, and is ranked at the floor. Under <see cref="gate"/>.
     /// </summary>
     private double Floor => virtualTime - returnCredit;
 

@@ -136,8 +136,8 @@ public sealed class NewWorkIntakeTests(FairClaimAheadFixture fx) : IClassFixture
         var entered = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
         var release = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
         // Only a transaction with callers is held: a refill of some buffer (no callers) may come first on a busy box.
-        // Such a refill sees the signal below and trusts the buffer again, and the callers were then served from
-        // memory, never reaching a transaction (the test timed out waiting, under load): each one signals anew.
+        // Such a refill that sees the signal below trusts the buffer again, and the callers are then served from memory
+        // and never reach a transaction (the likely cause of two timeouts under load, not reproduced): each one signals anew.
         dispatcher.BeforeTransaction = callers =>
         {
             if (callers == 0)
