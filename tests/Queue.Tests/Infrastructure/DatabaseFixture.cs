@@ -1,5 +1,4 @@
 using Dapper;
-using Microsoft.Extensions.Logging.Abstractions;
 using Microsoft.Extensions.Options;
 using MySqlConnector;
 using Queue.Core;
@@ -9,7 +8,7 @@ using Queue.Core.Security;
 
 namespace Queue.Tests.Infrastructure;
 
-/// <summary>A fresh database with the real migrations applied, one per test class.</summary>
+/// <summary>A fresh database with the real migrations applied (a copy of <see cref="MigratedTemplate"/>), one per test class.</summary>
 public class DatabaseFixture : IAsyncLifetime
 {
     public PrivateMariaDb Server { get; private set; } = null!;
@@ -24,7 +23,7 @@ public class DatabaseFixture : IAsyncLifetime
     {
         Server = await SharedMariaDb.GetAsync();
         ConnectionString = await Server.CreateDatabaseAsync(DatabaseName);
-        await Migrations.ApplyAsync(ConnectionString, NullLogger.Instance);
+        await (await MigratedTemplate.GetAsync()).CopyIntoAsync(ConnectionString);
         DataSource = new MySqlDataSourceBuilder(QueueDatabase.Normalize(ConnectionString)).Build();
     }
 
