@@ -19,11 +19,21 @@ public class DatabaseFixture : IAsyncLifetime
 
     public string DatabaseName { get; } = "t_" + Guid.NewGuid().ToString("N")[..16];
 
+    /// <summary>The server to make the database on: the one every class shares, unless a test needs one to itself.</summary>
+    protected virtual Task<PrivateMariaDb> ServerAsync() => SharedMariaDb.GetAsync();
+
     public virtual async Task InitializeAsync()
     {
-        Server = await SharedMariaDb.GetAsync();
+        Server = await ServerAsync();
         ConnectionString = await Server.CreateDatabaseAsync(DatabaseName);
-        await (await MigratedTemplate.GetAsync()).CopyIntoAsync(ConnectionString);
+        if (Server == await SharedMariaDb.GetAsync())
+        {
+            await (await MigratedTemplate.GetAsync()).CopyIntoAsync(ConnectionString);
+        }
+        else
+        {
+            await Migrations.ApplyAsync(ConnectionString, Microsoft.Extensions.Logging.Abstractions.NullLogger.Instance);
+        }
         DataSource = new MySqlDataSourceBuilder(QueueDatabase.Normalize(ConnectionString)).Build();
     }
 
