@@ -79,29 +79,52 @@ public static class Migrations
     public static string Location => Path.Combine(AppContext.BaseDirectory, "migrations");
 
     /// <summary>
-    /// Applies <c>migrations/*.sql</c> with Evolve. Cluster mode takes a <c>GET_LOCK</c> first, so several processes
-    /// starting at once against one empty database apply each migration exactly once.
+    /// Applies <c>migrations/*.sql</c> with Evolve, holding a <c>GET_LOCK</c> named after the database, so several
+    /// processes starting at once against one empty database apply each migration exactly once. Not Evolve's cluster
+    /// mode: its lock is one name for the whole server, tried every 3 s, so services or tests starting on other
+    /// databases of the same server waited for each other's migrations, in 3 s steps.
     /// </summary>
-    [SuppressMessage("Reliability", "CA2000", Justification = "The connection is disposed by the using declaration.")]
+    [SuppressMessage("Reliability", "CA2000", Justification = "The connections are disposed by the using declarations.")]
     public static async Task ApplyAsync(string connectionString, ILogger logger, CancellationToken ct = default)
     {
-        await using var conn = new MySqlConnection(connectionString);
-        await conn.OpenAsync(ct);
-        // Evolve is synchronous; this runs once at start-up, never on a request path.
-        await Task.Run(() =>
+        await using var lockConnection = new MySqlConnection(connectionString);
+        await lockConnection.OpenAsync(ct);
+        await using (var take = new MySqlCommand(Sql.OpsSql.TakeMigrationLock, lockConnection))
         {
-            var evolve = new Evolve(conn, msg => MigrationLog.Message(logger, msg), EvolveDb.Dialect.DBMS.MySQL)
+            // A migration may run for minutes on a large database: wait as long as it takes, a minute per try, so a
+            // cancelled start-up stops waiting within a minute.
+            take.Parameters.AddWithValue("@Seconds", 60);
+            while (Convert.ToInt64(await take.ExecuteScalarAsync(ct), System.Globalization.CultureInfo.InvariantCulture) != 1)
             {
-                Locations = [Location],
-                EnableClusterMode = true,
-                IsEraseDisabled = true,
-                MetadataTableName = MetadataTable,
-                // Migrations are numbered per area (V10-19 submission, V20-29 claims, ...); a database created before a
-                // lower-numbered file was added must still take it.
-                OutOfOrder = true,
-            };
-            evolve.Migrate();
-        }, ct);
+                ct.ThrowIfCancellationRequested();
+            }
+        }
+        try
+        {
+            await using var conn = new MySqlConnection(connectionString);
+            await conn.OpenAsync(ct);
+            // Evolve is synchronous; this runs once at start-up, never on a request path.
+            await Task.Run(() =>
+            {
+                var evolve = new Evolve(conn, msg => MigrationLog.Message(logger, msg), EvolveDb.Dialect.DBMS.MySQL)
+                {
+                    Locations = [Location],
+                    EnableClusterMode = false,
+                    IsEraseDisabled = true,
+                    MetadataTableName = MetadataTable,
+                    // Migrations are numbered per area (V10-19 submission, V20-29 claims, ...); a database created before a
+                    // lower-numbered file was added must still take it.
+                    OutOfOrder = true,
+                };
+                evolve.Migrate();
+            }, ct);
+        }
+        finally
+        {
+            // Closing the session would release it too, but a pooled session is reset only when next used.
+            await using var release = new MySqlCommand(Sql.OpsSql.ReleaseMigrationLock, lockConnection);
+            await release.ExecuteScalarAsync(CancellationToken.None);
+        }
     }
 
     /// <summary>True when every migration file has been applied.</summary>

@@ -1,5 +1,4 @@
 using Dapper;
-using Microsoft.Extensions.Logging.Abstractions;
 using Microsoft.Extensions.Options;
 using MySqlConnector;
 using Queue.Core;
@@ -9,7 +8,7 @@ using Queue.Core.Security;
 
 namespace Queue.Tests.Infrastructure;
 
-/// <summary>A fresh database with the real migrations applied, one per test class.</summary>
+/// <summary>A fresh database with the real migrations applied (a copy of <see cref="MigratedTemplate"/>), one per test class.</summary>
 public class DatabaseFixture : IAsyncLifetime
 {
     public PrivateMariaDb Server { get; private set; } = null!;
@@ -20,11 +19,21 @@ public class DatabaseFixture : IAsyncLifetime
 
     public string DatabaseName { get; } = "t_" + Guid.NewGuid().ToString("N")[..16];
 
+    /// <summary>The server to make the database on: the one every class shares, unless a test needs one to itself.</summary>
+    protected virtual Task<PrivateMariaDb> ServerAsync() => SharedMariaDb.GetAsync();
+
     public virtual async Task InitializeAsync()
     {
-        Server = await SharedMariaDb.GetAsync();
+        Server = await ServerAsync();
         ConnectionString = await Server.CreateDatabaseAsync(DatabaseName);
-        await Migrations.ApplyAsync(ConnectionString, NullLogger.Instance);
+        if (Server == await SharedMariaDb.GetAsync())
+        {
+            await (await MigratedTemplate.GetAsync()).CopyIntoAsync(ConnectionString);
+        }
+        else
+        {
+            await Migrations.ApplyAsync(ConnectionString, Microsoft.Extensions.Logging.Abstractions.NullLogger.Instance);
+        }
         DataSource = new MySqlDataSourceBuilder(QueueDatabase.Normalize(ConnectionString)).Build();
     }
 

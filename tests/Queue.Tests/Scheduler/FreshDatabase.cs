@@ -9,11 +9,29 @@ namespace Queue.Tests.Scheduler;
 /// </summary>
 internal sealed class FreshDatabase : DatabaseFixture, IAsyncDisposable
 {
-    public static async Task<FreshDatabase> CreateAsync()
+    private readonly bool ownServer;
+
+    private FreshDatabase(bool ownServer) => this.ownServer = ownServer;
+
+    /// <param name="ownServer">
+    /// On a server of its own, for a test that reads the server's counters (they count every session of the server).
+    /// </param>
+    public static async Task<FreshDatabase> CreateAsync(bool ownServer = false)
     {
-        var db = new FreshDatabase();
+        var db = new FreshDatabase(ownServer);
         await db.InitializeAsync();
         return db;
+    }
+
+    protected override Task<Queue.Local.PrivateMariaDb> ServerAsync() => ownServer ? Queue.Local.PrivateMariaDb.StartEphemeralAsync() : base.ServerAsync();
+
+    public override async Task DisposeAsync()
+    {
+        await base.DisposeAsync();
+        if (ownServer)
+        {
+            await Server.DisposeAsync();
+        }
     }
 
     public async Task<long> NewTenantAsync() => (await NewCustomerAsync()).Tenant.Id;
