@@ -13,6 +13,10 @@ public sealed class FairShareTests
         return t;
     }
 
+    /// <summary>The next <paramref name="claims"/> claims with tenants 1 and 2 both waiting: who got each.</summary>
+    private static List<long> Both(FairShare fair, int claims, Func<long, int>? weight = null) =>
+        Enumerable.Range(0, claims).Select(_ => Next(fair, [1, 2], weight ?? (_ => 1))).ToList();
+
     /// <summary>Tenant <paramref name="tenant"/> alone takes <paramref name="claims"/> claims.</summary>
     private static void Alone(FairShare fair, long tenant, int claims)
     {
@@ -27,9 +31,9 @@ public sealed class FairShareTests
     {
         var fair = new FairShare();
         int Weight(long t) => t == 1 ? 2 : 1;
-        var counts = Enumerable.Range(0, 300).Select(_ => Next(fair, [1, 2], Weight)).GroupBy(t => t).ToDictionary(g => g.Key, g => g.Count());
-        Assert.Equal(200, counts[1]);
-        Assert.Equal(100, counts[2]);
+        var served = Both(fair, 300, Weight);
+        Assert.Equal(200, served.Count(t => t == 1));
+        Assert.Equal(100, served.Count(t => t == 2));
     }
 
     [Fact]
@@ -38,7 +42,7 @@ public sealed class FairShareTests
         var fair = new FairShare(returnCredit: 0);
         Alone(fair, 1, 100);
         // Tenant 2 arrives after 100 claims of tenant 1: it alternates with 1 instead of taking the next 100.
-        var next = Enumerable.Range(0, 10).Select(_ => Next(fair, [1, 2], _ => 1)).ToList();
+        var next = Both(fair, 10);
         Assert.Equal(5, next.Count(t => t == 2));
         Assert.Equal([1, 2, 1, 2, 1, 2, 1, 2, 1, 2], next); // level with tenant 1 (pass 100): the tie goes to the lower id
     }
@@ -49,7 +53,7 @@ public sealed class FairShareTests
         var fair = new FairShare(returnCredit: 4);
         Alone(fair, 1, 100);
         // Tenant 2 banked 100 claims of idling but only 4 count: then level with tenant 1 (pass 100), the tie to the lower id.
-        var next = Enumerable.Range(0, 12).Select(_ => Next(fair, [1, 2], _ => 1)).ToList();
+        var next = Both(fair, 12);
         Assert.Equal([2, 2, 2, 2, 1, 2, 1, 2, 1, 2, 1, 2], next);
     }
 
@@ -59,9 +63,9 @@ public sealed class FairShareTests
         var fair = new FairShare(returnCredit: 4);
         Alone(fair, 1, 10);
         // Both busy from here on: the credit is spent once, and every claim round that sees tenant 2 again adds nothing.
-        var counts = Enumerable.Range(0, 200).Select(_ => Next(fair, [1, 2], _ => 1)).GroupBy(t => t).ToDictionary(g => g.Key, g => g.Count());
-        Assert.Equal(102, counts[2]);
-        Assert.Equal(98, counts[1]);
+        var served = Both(fair, 200);
+        Assert.Equal(102, served.Count(t => t == 2));
+        Assert.Equal(98, served.Count(t => t == 1));
     }
 
     [Fact]
@@ -69,10 +73,10 @@ public sealed class FairShareTests
     {
         var fair = new FairShare(returnCredit: 4);
         Alone(fair, 1, 10);
-        Assert.Equal([2, 2, 2], Enumerable.Range(0, 3).Select(_ => Next(fair, [1, 2], _ => 1)).ToList());
+        Assert.Equal([2, 2, 2], Both(fair, 3));
         // Tenant 2 idles while tenant 1 takes one claim: it banks that one back, never more than the credit.
         Assert.Equal(1, Next(fair, [1], _ => 1));
-        Assert.Equal([2, 2, 1, 2, 1], Enumerable.Range(0, 5).Select(_ => Next(fair, [1, 2], _ => 1)).ToList());
+        Assert.Equal([2, 2, 1, 2, 1], Both(fair, 5));
     }
 
     [Fact]
