@@ -74,10 +74,7 @@ public sealed class NewWorkIntakeTests(FairClaimAheadFixture fx) : IClassFixture
     [Fact]
     public async Task A_new_job_of_a_tenant_with_nothing_buffered_is_reserved_by_its_own_transaction_and_handed_out_by_turn()
     {
-        var (flood, _) = await fx.NewCustomerAsync();
-        var (small, _) = await fx.NewCustomerAsync();
-        var big = await fx.NewJobAsync(flood.Id, 200, ["intake-new"]);
-        Assert.All(await fx.ClaimJobsAsync("intake-new", 3), j => Assert.Equal(big, j));
+        var (small, big) = await FloodClaimedAsync("intake-new");
 
         var (job, held) = await SubmitAsync(small.Id, "intake-new", 4);
 
@@ -128,101 +125,103 @@ public sealed class NewWorkIntakeTests(FairClaimAheadFixture fx) : IClassFixture
     [Fact]
     public async Task A_new_job_gives_its_first_item_at_once_to_a_caller_waiting_on_a_claim_transaction_that_began_before_it()
     {
-        var (flood, _) = await fx.NewCustomerAsync();
-        var (small, _) = await fx.NewCustomerAsync();
-        var big = await fx.NewJobAsync(flood.Id, 200, ["intake-parked"]);
-        Assert.All(await fx.ClaimJobsAsync("intake-parked", 3), j => Assert.Equal(big, j));
+        var (small, big) = await FloodClaimedAsync("intake-parked");
         var dispatcher = fx.Service<ClaimDispatcher>();
-        var entered = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
-        var release = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
-        // Only a transaction with callers is held: a refill of some buffer (no callers) may come first on a busy box.
-        // Such a refill that sees the signal below trusts the buffer again, and the callers are then served from memory
-        // and never reach a transaction (the likely cause of two timeouts under load, not reproduced): each one signals anew.
-        dispatcher.BeforeTransaction = callers =>
+        using var hold = new HeldTransaction(dispatcher, fx.Service<WorkSignal>());
+        // New work signalled: the buffer is not trusted, so the callers go to a transaction, held here before it begins.
+        fx.Service<WorkSignal>().Notify();
+        var calls = Enumerable.Range(0, 3).Select(_ => dispatcher.ClaimAsync(new ClaimRequest("parked", ["intake-parked"], 1, 300), default)).ToList();
+        await hold.Entered.WaitAsync(TimeSpan.FromSeconds(10));
+
+        var (job, held) = await SubmitAsync(small.Id, "intake-parked", 4);
+
+        Assert.True(held, "the job went straight to the buffer");
+        var first = await Task.WhenAny(calls).WaitAsync(TimeSpan.FromSeconds(5));
+        Assert.False(hold.Released);
+        Assert.Equal([job], (await first).Select(i => i.JobId));
+        hold.Release();
+        var answers = await Task.WhenAll(calls).WaitAsync(TimeSpan.FromSeconds(10));
+        var ids = answers.SelectMany(a => a).Select(i => i.Id).ToList();
+        Assert.Equal(ids.Count, ids.Distinct().Count());
+        Assert.All(answers, a => Assert.Single(a));
+        // The item the held transaction took for the caller served early goes back: leased are at most the three
+        // claimed first and the two answered from the transaction (leases handed out from memory are written later).
+        var floodAnswered = answers.SelectMany(a => a).Count(i => i.JobId == big);
+        Assert.Equal(2, floodAnswered);
+        await Eventually.UntilAsync(async () => await fx.ScalarAsync<long>(
+            "SELECT COUNT(*) FROM items WHERE job_id = @Big AND state = 1 AND lease_expires_at IS NOT NULL", new { Big = big }) <= 3 + floodAnswered,
+            "the served caller's item from the transaction is given back", 10);
+    }
+
+    [Fact]
+    public async Task A_caller_that_gave_up_on_a_claim_transaction_is_not_handed_a_new_jobs_item()
+    {
+        var (small, big) = await FloodClaimedAsync("intake-gone");
+        var dispatcher = fx.Service<ClaimDispatcher>();
+        using var hold = new HeldTransaction(dispatcher, fx.Service<WorkSignal>());
+        fx.Service<WorkSignal>().Notify();
+        using var leaving = new CancellationTokenSource();
+        var call = dispatcher.ClaimAsync(new ClaimRequest("gone", ["intake-gone"], 1, 300), leaving.Token);
+        await hold.Entered.WaitAsync(TimeSpan.FromSeconds(10));
+        await leaving.CancelAsync();
+        await Assert.ThrowsAnyAsync<OperationCanceledException>(() => call);
+        var buffered = dispatcher.Buffered;
+
+        var (_, held) = await SubmitAsync(small.Id, "intake-gone", 4);
+
+        Assert.True(held, "the job went straight to the buffer");
+        // The adoption found only a caller that had left: all four of the job's items are still buffered.
+        Assert.Equal(buffered + 4, dispatcher.Buffered);
+    }
+
+    /// <summary>
+    /// Holds the dispatcher's next claim transaction with callers right before it begins, until <see cref="Release"/>.
+    /// A refill without callers may come first on a busy box: it goes through, and signals new work anew, because a
+    /// refill that saw the test's signal trusts the buffer again, and the callers were then served from memory and never
+    /// reached a transaction (the likely cause of two timeouts under load, not reproduced).
+    /// </summary>
+    private sealed class HeldTransaction : IDisposable
+    {
+        private readonly ClaimDispatcher dispatcher;
+        private readonly TaskCompletionSource entered = new(TaskCreationOptions.RunContinuationsAsynchronously);
+        private readonly TaskCompletionSource release = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        public HeldTransaction(ClaimDispatcher dispatcher, WorkSignal signal)
         {
-            if (callers == 0)
+            this.dispatcher = dispatcher;
+            dispatcher.BeforeTransaction = callers =>
             {
-                fx.Service<WorkSignal>().Notify();
-                return Task.CompletedTask;
-            }
-            entered.TrySetResult();
-            return release.Task;
-        };
-        try
-        {
-            // New work signalled: the buffer is not trusted, so the callers go to a transaction, held here before it begins.
-            fx.Service<WorkSignal>().Notify();
-            var calls = Enumerable.Range(0, 3).Select(_ => dispatcher.ClaimAsync(new ClaimRequest("parked", ["intake-parked"], 1, 300), default)).ToList();
-            await entered.Task.WaitAsync(TimeSpan.FromSeconds(10));
-
-            var (job, held) = await SubmitAsync(small.Id, "intake-parked", 4);
-
-            Assert.True(held, "the job went straight to the buffer");
-            var first = await Task.WhenAny(calls).WaitAsync(TimeSpan.FromSeconds(5));
-            Assert.False(release.Task.IsCompleted);
-            Assert.Equal([job], (await first).Select(i => i.JobId));
-            release.TrySetResult();
-            var answers = await Task.WhenAll(calls).WaitAsync(TimeSpan.FromSeconds(10));
-            var ids = answers.SelectMany(a => a).Select(i => i.Id).ToList();
-            Assert.Equal(ids.Count, ids.Distinct().Count());
-            Assert.All(answers, a => Assert.Single(a));
-            // The item the held transaction took for the caller served early goes back: leased are at most the three
-            // claimed first and the two answered from the transaction (leases handed out from memory are written later).
-            var floodAnswered = answers.SelectMany(a => a).Count(i => i.JobId == big);
-            Assert.Equal(2, floodAnswered);
-            await Eventually.UntilAsync(async () => await fx.ScalarAsync<long>(
-                "SELECT COUNT(*) FROM items WHERE job_id = @Big AND state = 1 AND lease_expires_at IS NOT NULL", new { Big = big }) <= 3 + floodAnswered,
-                "the served caller's item from the transaction is given back", 10);
+                if (callers == 0)
+                {
+                    signal.Notify();
+                    return Task.CompletedTask;
+                }
+                entered.TrySetResult();
+                return release.Task;
+            };
         }
-        finally
+
+        public Task Entered => entered.Task;
+
+        public bool Released => release.Task.IsCompleted;
+
+        public void Release() => release.TrySetResult();
+
+        public void Dispose()
         {
             dispatcher.BeforeTransaction = null;
             release.TrySetResult();
         }
     }
 
-    [Fact]
-    public async Task A_caller_that_gave_up_on_a_claim_transaction_is_not_handed_a_new_jobs_item()
+    /// <summary>A flood tenant's 200-item job of <paramref name="task"/>, its first 3 items claimed, and a small tenant with nothing yet.</summary>
+    private async Task<(Queue.Core.Security.Tenant Small, long Big)> FloodClaimedAsync(string task)
     {
         var (flood, _) = await fx.NewCustomerAsync();
         var (small, _) = await fx.NewCustomerAsync();
-        var big = await fx.NewJobAsync(flood.Id, 200, ["intake-gone"]);
-        Assert.All(await fx.ClaimJobsAsync("intake-gone", 3), j => Assert.Equal(big, j));
-        var dispatcher = fx.Service<ClaimDispatcher>();
-        var entered = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
-        var release = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
-        // As above: a refill without callers signals anew, so the caller cannot be served from a buffer it trusted again.
-        dispatcher.BeforeTransaction = callers =>
-        {
-            if (callers == 0)
-            {
-                fx.Service<WorkSignal>().Notify();
-                return Task.CompletedTask;
-            }
-            entered.TrySetResult();
-            return release.Task;
-        };
-        try
-        {
-            fx.Service<WorkSignal>().Notify();
-            using var leaving = new CancellationTokenSource();
-            var call = dispatcher.ClaimAsync(new ClaimRequest("gone", ["intake-gone"], 1, 300), leaving.Token);
-            await entered.Task.WaitAsync(TimeSpan.FromSeconds(10));
-            await leaving.CancelAsync();
-            await Assert.ThrowsAnyAsync<OperationCanceledException>(() => call);
-            var buffered = dispatcher.Buffered;
-
-            var (_, held) = await SubmitAsync(small.Id, "intake-gone", 4);
-
-            Assert.True(held, "the job went straight to the buffer");
-            // The adoption found only a caller that had left: all four of the job's items are still buffered.
-            Assert.Equal(buffered + 4, dispatcher.Buffered);
-        }
-        finally
-        {
-            dispatcher.BeforeTransaction = null;
-            release.TrySetResult();
-        }
+        var big = await fx.NewJobAsync(flood.Id, 200, [task]);
+        Assert.All(await fx.ClaimJobsAsync(task, 3), j => Assert.Equal(big, j));
+        return (small, big);
     }
 
     private async Task<(long JobId, bool Held)> SubmitAsync(long tenantId, string task, int documents)
