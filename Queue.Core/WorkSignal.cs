@@ -32,6 +32,27 @@ public sealed class WorkSignal
     /// </summary>
     public long Local => Interlocked.Read(ref local);
 
+    private long heldThrough;
+
+    /// <summary>
+    /// The highest item id this process created straight into its claim-ahead buffer (<see cref="Holding"/>): the wake
+    /// loop takes new items no higher than this for this process's own, already held.
+    /// </summary>
+    public long HeldThrough => Interlocked.Read(ref heldThrough);
+
+    /// <summary>
+    /// Items up to <paramref name="lastItemId"/> are being created straight into this process's claim-ahead buffer:
+    /// called before their transaction commits (a transaction that then fails leaves an id no one will see).
+    /// </summary>
+    public void Holding(long lastItemId)
+    {
+        var seen = Interlocked.Read(ref heldThrough);
+        while (lastItemId > seen && Interlocked.CompareExchange(ref heldThrough, lastItemId, seen) is var was && was != seen)
+        {
+            seen = was;
+        }
+    }
+
     public void Notify()
     {
         Interlocked.Increment(ref local);

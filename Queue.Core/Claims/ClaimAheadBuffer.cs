@@ -33,6 +33,36 @@ internal sealed class ClaimAheadBuffer(IReadOnlyList<string> tasks)
 
     public void SawWaiting(HashSet<long> tenants, DateTimeOffset at) => (Waiting, WaitingSeen) = (tenants, at);
 
+    /// <summary>
+    /// Turns promised to tenants of <see cref="Waiting"/>: callers sent to a claim transaction because such a tenant's
+    /// turn came first take its items there, so the callers after them (in the same flush, or while that transaction
+    /// runs) see the turns that follow, and are handed a held item of another tenant whose turn it then is, instead of
+    /// all queueing behind the one tenant's turn. At a flood's start, 5 callers in a row went to one transaction for
+    /// the flood's items while a small job's items sat here. Released when the transaction settles, by which time its
+    /// items are charged.
+    /// </summary>
+    private readonly Dictionary<long, int> promised = [];
+
+    /// <summary>Promises <paramref name="tenant"/> <paramref name="count"/> turns (<see cref="promised"/>).</summary>
+    public void Promise(long tenant, int count) => promised[tenant] = promised.GetValueOrDefault(tenant) + count;
+
+    /// <summary>Releases what <see cref="Promise"/> promised, once the transaction it was promised for settled or failed.</summary>
+    public void Release(IEnumerable<(long Tenant, int Count)> promises)
+    {
+        foreach (var (tenant, count) in promises)
+        {
+            var left = promised.GetValueOrDefault(tenant) - count;
+            if (left > 0)
+            {
+                promised[tenant] = left;
+            }
+            else
+            {
+                promised.Remove(tenant);
+            }
+        }
+    }
+
     /// <summary>The <see cref="WorkSignal.Generation"/> the filter's last claim started after: a newer one means new work may wait in the database.</summary>
     public long SeenSignal { get; set; } = -1;
 
@@ -76,18 +106,19 @@ internal sealed class ClaimAheadBuffer(IReadOnlyList<string> tasks)
 
     /// <summary>
     /// Up to <paramref name="max"/> items in the policy's order, each charged to its tenant through
-    /// <paramref name="turns"/>; empty when the next item by that order is not here (a tenant waiting in the database
-    /// has the earlier turn) or nothing fresh is held.
+    /// <paramref name="turns"/>; empty when the next item by that order is not here or nothing fresh is held.
+    /// <paramref name="inDatabase"/>: the tenant waiting in the database whose earlier turn stopped the handouts, if one did.
     /// </summary>
-    public List<TakenItem> Take(int max, DateTime now, ILaneSelector turns)
+    public List<TakenItem> Take(int max, DateTime now, ILaneSelector turns, out long? inDatabase)
     {
         DropStale(now);
+        inDatabase = null;
         var given = new List<TakenItem>();
         while (given.Count < max && Count > 0)
         {
             if (!overrides.TryDequeue(out var held, out _))
             {
-                if (NextTenant(turns) is not { } queue)
+                if (NextTenant(turns, out inDatabase) is not { } queue)
                 {
                     break;
                 }
@@ -208,10 +239,12 @@ internal sealed class ClaimAheadBuffer(IReadOnlyList<string> tasks)
 
     /// <summary>
     /// The sub-buffer whose tenant's turn comes first (ties to the lower id), or null when a tenant of
-    /// <see cref="Waiting"/> with nothing held has an earlier turn still: that tenant's work is in the database.
+    /// <see cref="Waiting"/> with nothing held has an earlier turn still (<paramref name="inDatabase"/>): that tenant's
+    /// work is in the database. Turns count the ones <see cref="promised"/>.
     /// </summary>
-    private PriorityQueue<Held, (long, long, long)>? NextTenant(ILaneSelector turns)
+    private PriorityQueue<Held, (long, long, long)>? NextTenant(ILaneSelector turns, out long? inDatabase)
     {
+        inDatabase = null;
         PriorityQueue<Held, (long, long, long)>? best = null;
         var bestTurn = double.MaxValue;
         var bestTenant = long.MaxValue;
@@ -221,7 +254,7 @@ internal sealed class ClaimAheadBuffer(IReadOnlyList<string> tasks)
             {
                 continue;
             }
-            var turn = turns.TurnOf(tenant) ?? 0;
+            var turn = TurnOf(tenant, turns) ?? 0;
             if (turn < bestTurn || (turn == bestTurn && tenant < bestTenant))
             {
                 (best, bestTurn, bestTenant) = (queue, turn, tenant);
@@ -233,14 +266,19 @@ internal sealed class ClaimAheadBuffer(IReadOnlyList<string> tasks)
         }
         foreach (var tenant in Waiting)
         {
-            if ((!byTenant.TryGetValue(tenant, out var queue) || queue.Count == 0) && turns.TurnOf(tenant) is { } turn
+            if ((!byTenant.TryGetValue(tenant, out var queue) || queue.Count == 0) && TurnOf(tenant, turns) is { } turn
                 && (turn < bestTurn || (turn == bestTurn && tenant < bestTenant)))
             {
-                return null;
+                (bestTurn, bestTenant) = (turn, tenant);
+                inDatabase = tenant;
             }
         }
-        return best;
+        return inDatabase is null ? best : null;
     }
+
+    /// <summary>The tenant's turn after the turns <see cref="promised"/> to it; null when the policy takes no turns.</summary>
+    private double? TurnOf(long tenant, ILaneSelector turns) =>
+        turns.TurnOf(tenant) + (promised.TryGetValue(tenant, out var n) ? n * turns.TurnLength(tenant) : 0);
 
     /// <summary>
     /// A busy filter claims ahead what its callers ask for in this time (at most <see cref="ClaimOptions.Prefetch"/>),

@@ -46,34 +46,14 @@ public sealed partial class ClaimBackgroundService(IServiceProvider services, Wo
     /// </summary>
     private Task WakeLoopAsync(CancellationToken ct)
     {
-        var newest = -1L;
-        var local = -1L;
+        var watch = new NewItemWatch(signal);
         return PeriodicLoop.RunAsync(TimeSpan.FromMilliseconds(options.Value.WakeMilliseconds), async c =>
         {
             if (signal.Waiters > 0 || dispatcher.Buffered > 0)
             {
                 var before = signal.Local;
                 await using var conn = await db.OpenConnectionAsync(c);
-                var now = await conn.ExecuteScalarAsync<long>(new CommandDefinition(ClaimSql.NewestItem, cancellationToken: c));
-                if (now != newest && newest >= 0)
-                {
-                    // This process's own submission signalled since the last look: the items seen now are most likely
-                    // its own, and a second signal would send the buffer to a second transaction for nothing (it did,
-                    // once per small job, 40 ms each under a flood). Workers are still woken. Another process's items
-                    // that landed in the same interval are then seen by the buffer's next refill, within its runway.
-                    if (before == local)
-                    {
-                        signal.Notify();
-                        // Its own signal is not a submission of this process: the next look must not take it for one.
-                        before = signal.Local;
-                    }
-                    else
-                    {
-                        signal.Wake();
-                    }
-                }
-                newest = now;
-                local = before;
+                watch.Saw(before, await conn.ExecuteScalarAsync<long>(new CommandDefinition(ClaimSql.NewestItem, cancellationToken: c)));
             }
         }, ex => LogBackgroundFailed(logger, ex, "wake"), ct);
     }

@@ -298,6 +298,7 @@ public sealed partial class ClaimDispatcher
                 stale.AddRange(ahead.Stale);
                 ahead.Stale.Clear();
                 var left = new List<Waiter>();
+                var promises = new List<(long, int)>();
                 var want = 0;
                 // The buffer holds items but the next one by turn is in the database: a tenant waits there.
                 var diverted = false;
@@ -308,21 +309,26 @@ public sealed partial class ClaimDispatcher
                     {
                         continue;
                     }
-                    if (trusted && TakeFresh(ahead, w.Request, now) is { } items)
+                    long? inDatabase = null;
+                    if (trusted && TakeFresh(ahead, w.Request, now, out inDatabase) is { } items)
                     {
                         served.Add((w, items));
+                        continue;
                     }
-                    else
+                    diverted |= trusted && ahead.Count > 0;
+                    left.Add(w);
+                    if (inDatabase is { } tenant)
                     {
-                        diverted |= trusted && ahead.Count > 0;
-                        left.Add(w);
+                        // Its transaction takes that tenant's turn: the next caller sees the turn after it.
+                        ahead.Promise(tenant, w.Request.Max);
+                        promises.Add((tenant, w.Request.Max));
                     }
                 }
                 var surplus = ahead.Plan(want, left.Count, fresh: !trusted || diverted, at, o);
                 if (left.Count > 0 || surplus > 0)
                 {
                     ahead.InFlight++;
-                    groups.Add(new Group(ahead, byKey.Key, left, surplus));
+                    groups.Add(new Group(ahead, byKey.Key, left, surplus, promises));
                     if (left.Count > 0)
                     {
                         if (!parked.TryGetValue(ahead, out var waiting))
@@ -342,9 +348,9 @@ public sealed partial class ClaimDispatcher
     /// caller's leases, or null when it has none to give (<see cref="ClaimAheadBuffer.Take"/>). The leases are written
     /// down after the answer (<see cref="HandoutLog"/>). Under <see cref="gate"/>.
     /// </summary>
-    private List<TakenItem>? TakeFresh(ClaimAheadBuffer ahead, ClaimRequest request, DateTime now)
+    private List<TakenItem>? TakeFresh(ClaimAheadBuffer ahead, ClaimRequest request, DateTime now, out long? inDatabase)
     {
-        var taken = ahead.Take(request.Max, now, turns);
+        var taken = ahead.Take(request.Max, now, turns, out inDatabase);
         if (taken.Count == 0)
         {
             return null;
@@ -379,6 +385,7 @@ public sealed partial class ClaimDispatcher
             {
                 var ahead = g.Ahead;
                 ahead.InFlight--;
+                ahead.Release(g.Promises);
                 if (parked.TryGetValue(ahead, out var waiting))
                 {
                     waiting.RemoveAll(g.Waiters.Contains);
@@ -489,7 +496,7 @@ public sealed partial class ClaimDispatcher
                 ahead.DropAll();
                 return null;
             }
-            given = TakeFresh(ahead, request, clock.GetUtcNow().UtcDateTime);
+            given = TakeFresh(ahead, request, clock.GetUtcNow().UtcDateTime, out _);
             if (given is null)
             {
                 return null;
@@ -525,9 +532,12 @@ public sealed partial class ClaimDispatcher
     }
 
     /// <summary>One task filter's callers left for the transaction, and what it claims ahead for the buffer.</summary>
-    private sealed class Group(ClaimAheadBuffer ahead, string key, List<Waiter> waiters, int surplus)
+    private sealed class Group(ClaimAheadBuffer ahead, string key, List<Waiter> waiters, int surplus, List<(long Tenant, int Count)> promises)
     {
         public ClaimAheadBuffer Ahead { get; } = ahead;
+
+        /// <summary>The turns its callers were promised in the buffer (<see cref="ClaimAheadBuffer.Promise"/>), released when it settles.</summary>
+        public List<(long Tenant, int Count)> Promises { get; } = promises;
 
         public List<Waiter> Waiters { get; } = waiters;
 

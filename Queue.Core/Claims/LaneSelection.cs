@@ -46,6 +46,9 @@ public interface ILaneSelector
     /// </summary>
     double? TurnOf(long tenantId);
 
+    /// <summary>How far one item handed to <paramref name="tenantId"/> moves its <see cref="TurnOf"/>.</summary>
+    double TurnLength(long tenantId) => 1;
+
     /// <summary>Whether the policy takes turns between tenants: the claim-ahead buffer then keeps one sub-buffer per tenant.</summary>
     bool TakesTurns { get; }
 

@@ -92,6 +92,8 @@ public sealed class TenantFairLaneSelector(FairShare fair, TimeProvider clock) :
 
     public double? TurnOf(long tenantId) => fair.OwnPassOf(tenantId);
 
+    public double TurnLength(long tenantId) => 1.0 / Weight(tenantId);
+
     public bool TakesTurns => true;
 
     public void Backlogged(IReadOnlyCollection<long> tenants) => fair.Backlogged(tenants);

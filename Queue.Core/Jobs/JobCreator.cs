@@ -41,7 +41,7 @@ public sealed record CreatedJob(long JobId, DateTime CreatedAt, IReadOnlyList<Cr
 /// every lane. A job with many inline documents adds four round trips per 1,000 of them, to send their rows and bytes
 /// as prepared statements (<see cref="PreparedFrom"/>). See docs/DESIGN.md "Grouped submissions".
 /// </summary>
-public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingLanes lanes, INewWorkIntake intake, TenantCache tenants)
+public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingLanes lanes, INewWorkIntake intake, TenantCache tenants, WorkSignal signal)
 {
     public async Task<CreatedJob[]> CreateAsync(IReadOnlyList<PendingJob> jobs, CancellationToken ct)
     {
@@ -119,6 +119,10 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
                 }
             }
             var (held, epoch) = await ReserveOfferedAsync(conn, tx, jobs, offers, ids, created, results, now, c);
+            // Said before the COMMIT, so that no look of the wake loop sees these items without knowing them for this
+            // process's own: said after it, one look in ten under a flood took a small job for another process's and
+            // sent the next /next to a claim transaction (20-40 ms) while its items waited here.
+            signal.Holding(held.Where(h => h is not null).SelectMany(h => h!.Items).Select(i => i.Id).DefaultIfEmpty(0).Max());
             // A COMMIT without an answer is checked, not redone: the group's jobs would exist twice.
             await CommitCheck.CommitAsync(tx, db, session, JobSql.JobLanded, new { Id = ids[0] });
             return (results, held, epoch);

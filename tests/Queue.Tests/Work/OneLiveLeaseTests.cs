@@ -41,6 +41,8 @@ public sealed class SlowClaimFixture : WorkFixture
 
         public double? TurnOf(long tenantId) => inner.TurnOf(tenantId);
 
+        public double TurnLength(long tenantId) => inner.TurnLength(tenantId);
+
         public bool TakesTurns => inner.TakesTurns;
     }
 }

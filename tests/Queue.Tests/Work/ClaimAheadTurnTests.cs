@@ -1,0 +1,102 @@
+using MySqlConnector;
+using Queue.Core.Claims;
+
+namespace Queue.Tests.Work;
+
+/// <summary>
+/// The claim-ahead buffer's turns when a tenant's next item is in the database, not here: a caller sent to a claim
+/// transaction for that tenant's turn takes it there, and the caller after it is handed the held item whose turn it then
+/// is (docs/DESIGN.md "Claim-ahead that keeps the policy").
+/// </summary>
+public sealed class ClaimAheadTurnTests
+{
+    private const long Flood = 1;
+    private const long Small = 2;
+    private static readonly DateTime Now = new(2026, 11, 29, 2, 0, 0, DateTimeKind.Utc);
+
+    [Fact]
+    public void A_tenant_waiting_in_the_database_with_the_earlier_turn_stops_the_handouts_and_is_named()
+    {
+        var (buffer, turns) = SmallHeldFloodWaiting();
+
+        Assert.Empty(buffer.Take(1, Now, turns, out var inDatabase));
+        Assert.Equal(Flood, inDatabase);
+    }
+
+    [Fact]
+    public void A_turn_promised_to_the_tenant_in_the_database_lets_the_next_caller_take_the_held_item_whose_turn_follows()
+    {
+        var (buffer, turns) = SmallHeldFloodWaiting();
+
+        buffer.Promise(Flood, 1);
+        var given = buffer.Take(1, Now, turns, out var inDatabase);
+
+        Assert.Equal(Small, Assert.Single(given).TenantId);
+        Assert.Null(inDatabase);
+        // Turns alternate: the small tenant, charged, is now past the flood's promised turn.
+        Assert.Empty(buffer.Take(1, Now, turns, out inDatabase));
+        Assert.Equal(Flood, inDatabase);
+    }
+
+    [Fact]
+    public void A_released_promise_gives_the_turn_back_to_the_tenant_in_the_database()
+    {
+        var (buffer, turns) = SmallHeldFloodWaiting();
+
+        buffer.Promise(Flood, 2);
+        buffer.Release([(Flood, 2)]);
+
+        Assert.Empty(buffer.Take(1, Now, turns, out var inDatabase));
+        Assert.Equal(Flood, inDatabase);
+    }
+
+    [Fact]
+    public void A_promise_counts_by_the_tenants_weight()
+    {
+        var (buffer, turns) = SmallHeldFloodWaiting();
+        turns.Weights[Flood] = 2;
+
+        // Half a turn each at weight 2: one promised item brings the flood level with the small tenant, and the tie
+        // goes to the lower id; a second passes it.
+        buffer.Promise(Flood, 1);
+        Assert.Empty(buffer.Take(1, Now, turns, out _));
+        buffer.Promise(Flood, 1);
+        Assert.Equal(Small, Assert.Single(buffer.Take(1, Now, turns, out _)).TenantId);
+    }
+
+    /// <summary>
+    /// The small tenant's items held, its turn at 0.5; the flood seen by the last claim with work in the database and
+    /// nothing held, its turn at 0.
+    /// </summary>
+    private static (ClaimAheadBuffer Buffer, Turns Turns) SmallHeldFloodWaiting()
+    {
+        var turns = new Turns();
+        turns.Passes[Flood] = 0;
+        turns.Passes[Small] = 0.5;
+        var buffer = new ClaimAheadBuffer(["turns"]);
+        for (var id = 1; id <= 3; id++)
+        {
+            buffer.Add(new TakenItem(id, 10, Small, id, "turns", 0, [1], Now.AddSeconds(30), Reservation: true), Now.AddSeconds(1), 0, byTenants: true);
+        }
+        buffer.SawWaiting([Flood], Now);
+        return (buffer, turns);
+    }
+
+    /// <summary>Turns as a fair policy keeps them: one item moves a tenant's pass by 1 / its weight.</summary>
+    private sealed class Turns : ILaneSelector
+    {
+        public Dictionary<long, double> Passes { get; } = [];
+
+        public Dictionary<long, int> Weights { get; } = [];
+
+        public Task<IReadOnlyList<Lane>> SelectAsync(MySqlConnection conn, LaneQuery query, CancellationToken ct) => throw new NotSupportedException();
+
+        public void Claimed(long tenantId, int count) => Passes[tenantId] = Passes.GetValueOrDefault(tenantId) + (count * TurnLength(tenantId));
+
+        public double? TurnOf(long tenantId) => Passes.GetValueOrDefault(tenantId);
+
+        public double TurnLength(long tenantId) => 1.0 / Weights.GetValueOrDefault(tenantId, 1);
+
+        public bool TakesTurns => true;
+    }
+}
