@@ -5,8 +5,8 @@ namespace Queue.Core.Claims;
 /// that another process committed are new work this process's claim-ahead buffer does not know: they move
 /// <see cref="WorkSignal.Generation"/>, so the next /next goes to a claim transaction and that submission takes its turn
 /// within one look instead of waiting behind the buffer. This process's own new items only wake its workers: a second
-/// signal would send the buffer to a transaction that finds nothing new (it did, once per small job, 20-40 ms each
-/// under a flood).
+/// signal would send the buffer to a transaction that finds nothing new (it did, once per small job, 40 ms each under
+/// a flood).
 /// </summary>
 internal sealed class NewItemWatch(WorkSignal signal)
 {

@@ -120,8 +120,8 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
             }
             var (held, epoch) = await ReserveOfferedAsync(conn, tx, jobs, offers, ids, created, results, now, c);
             // Said before the COMMIT, so that no look of the wake loop sees these items without knowing them for this
-            // process's own: said after it, one look in ten under a flood took a small job for another process's and
-            // sent the next /next to a claim transaction (20-40 ms) while its items waited here.
+            // process's own: a look between the COMMIT and the submission's signal took a small job under a flood for
+            // another process's, and sent the next /next to a claim transaction (24 ms) while the job's items waited here.
             signal.Holding(held.Where(h => h is not null).SelectMany(h => h!.Items).Select(i => i.Id).DefaultIfEmpty(0).Max());
             // A COMMIT without an answer is checked, not redone: the group's jobs would exist twice.
             await CommitCheck.CommitAsync(tx, db, session, JobSql.JobLanded, new { Id = ids[0] });
