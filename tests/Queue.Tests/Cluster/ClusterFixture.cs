@@ -67,18 +67,23 @@ public sealed class ClusterFixture : IAsyncLifetime
     {
         Db = await ReplicatedMariaDb.StartEphemeralAsync();
         Primary = await Db.Primary.CreateDatabaseAsync("queue");
-        await Migrations.ApplyAsync(Primary, NullLogger.Instance);
+        // The replica has the database before a process connects to it: one that found it missing would keep its reads
+        // on the primary for seconds.
         await Db.WaitCaughtUpAsync(TimeSpan.FromSeconds(60));
         Replica = Db.Replica.ConnectionStringFor("queue");
-        Source = new MySqlDataSourceBuilder(QueueDatabase.Normalize(Primary)).Build();
-        WorkerKey = (await Keys.IssueAsync(KeyRole.Worker, null, "cluster", default)).Secret;
 
+        // Started before the migrations, which each process applies at start-up too, as in production, one at a time
+        // under the migration lock: the seconds of .NET start-up overlap them.
         for (var i = 0; i < ApiCount; i++)
         {
             apis.Add(ServiceProcess.Start("Queue.Api", Primary, ApiSettings(Replica)));
         }
         Admins = [ServiceProcess.Start("Queue.Admin", Primary, new Dictionary<string, string> { ["ConnectionStrings__QueueRead"] = Replica }),
             ServiceProcess.Start("Queue.Admin", Primary, new Dictionary<string, string> { ["ConnectionStrings__QueueRead"] = Replica })];
+        await Migrations.ApplyAsync(Primary, NullLogger.Instance);
+        await Db.WaitCaughtUpAsync(TimeSpan.FromSeconds(60));
+        Source = new MySqlDataSourceBuilder(QueueDatabase.Normalize(Primary)).Build();
+        WorkerKey = (await Keys.IssueAsync(KeyRole.Worker, null, "cluster", default)).Secret;
         foreach (var s in apis.Concat(Admins))
         {
             await s.WaitHealthyAsync();
