@@ -134,7 +134,9 @@ public sealed class ClusterTests(ClusterFixture fx) : IClassFixture<ClusterFixtu
         Task? restart = null;
         try
         {
-            await Eventually.UntilAsync(() => completed.Count >= Items / 3, "a third of the items are done");
+            // Killed while the eight workers are at it and nine tenths of the items are still to do: waiting for a third
+            // only added two seconds.
+            await Eventually.UntilAsync(() => completed.Count >= Items / 10, "a tenth of the items are done");
             fx.KillApi(2);
             // Back behind the balancer while the other two finish, not after: no claim is tied to the process that made
             // it, so the killed one's items still come back only when their leases and reservations run out, whoever
