@@ -11,6 +11,7 @@ namespace Queue.Tests.Admin;
 /// The job page's what-if (issue 38), in Debian's headless Chromium against the real Admin: Preview shows where the
 /// override would put the job and who moves back, saves nothing; Apply saves it, and the job is where the preview said.
 /// </summary>
+[TakesAbout(15)]
 public sealed class WhatIfEndToEndTests(DatabaseFixture fx) : IClassFixture<DatabaseFixture>
 {
     private static readonly string[] ChromiumArgs =

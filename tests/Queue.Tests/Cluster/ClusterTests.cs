@@ -131,10 +131,17 @@ public sealed class ClusterTests(ClusterFixture fx) : IClassFixture<ClusterFixtu
             }
         }
         var workers = Enumerable.Range(0, 8).Select(WorkAsync).ToList();
+        Task? restart = null;
         try
         {
-            await Eventually.UntilAsync(() => completed.Count >= Items / 3, "a third of the items are done");
+            // Killed while the eight workers are at it and nine tenths of the items are still to do: waiting for a third
+            // only added two seconds.
+            await Eventually.UntilAsync(() => completed.Count >= Items / 10, "a tenth of the items are done");
             fx.KillApi(2);
+            // Back behind the balancer while the other two finish, not after: no claim is tied to the process that made
+            // it, so the killed one's items still come back only when their leases and reservations run out, whoever
+            // claims them then; and the start-up's seconds overlap that wait.
+            restart = fx.RestartApiAsync(2);
             await Eventually.UntilAsync(async () => await fx.ScalarAsync("SELECT items_done FROM jobs WHERE id = @job", new { job }) == Items,
                 "every item done", seconds: 90);
         }
@@ -142,7 +149,7 @@ public sealed class ClusterTests(ClusterFixture fx) : IClassFixture<ClusterFixtu
         {
             await stop.CancelAsync();
             await Task.WhenAll(workers);
-            await fx.RestartApiAsync(2);
+            await (restart ?? fx.RestartApiAsync(2));
         }
 
         Assert.Equal(completed.Count, completed.Distinct().Count()); // no item was completed twice
@@ -258,8 +265,10 @@ public sealed class ClusterTests(ClusterFixture fx) : IClassFixture<ClusterFixtu
                 return r.StatusCode == HttpStatusCode.Unauthorized;
             }, "the revoked key is refused");
         }
-        // Auth:KeyCacheSeconds is 5 (docs/DESIGN.md "Scaling out"); a second of margin for a loaded machine.
-        Assert.True(Stopwatch.GetElapsedTime(revokedAt) < TimeSpan.FromSeconds(6), $"refused everywhere after {Stopwatch.GetElapsedTime(revokedAt)}");
+        // Within Auth:KeyCacheSeconds as this cluster sets it (docs/DESIGN.md "Scaling out"), and a second of margin for
+        // a loaded machine.
+        Assert.True(Stopwatch.GetElapsedTime(revokedAt) < TimeSpan.FromSeconds(ClusterFixture.KeyCacheSeconds + 1),
+            $"refused everywhere after {Stopwatch.GetElapsedTime(revokedAt)}");
     }
 
     /// <summary>How many Api processes say (on /metrics) that their reads go to the replica now.</summary>

@@ -2,11 +2,13 @@ using System.Diagnostics;
 using System.Net;
 using System.Net.Sockets;
 using System.Text;
+using Queue.Tests.Infrastructure;
 using static Queue.Tests.Jobs.JobsTestKit;
 
 namespace Queue.Tests.Jobs;
 
 /// <summary>Required reliability test 14, its second half: an upload slower than Kestrel's minimum data rate is cut off and stores nothing.</summary>
+[TakesAbout(11)]
 public sealed class SlowLorisTests(KestrelApiFixture fx) : IClassFixture<KestrelApiFixture>
 {
     [Fact]

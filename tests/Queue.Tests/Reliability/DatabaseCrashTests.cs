@@ -17,6 +17,7 @@ namespace Queue.Tests.Reliability;
 /// second, then a restart on the same data directory. Every job that got a 201 exists whole, no job exists in part, no
 /// call got a 500, and the Api works again without being restarted.
 /// </summary>
+[TakesAbout(18)]
 public sealed class DatabaseCrashTests
 {
     private const int Producers = 8;

@@ -16,6 +16,7 @@ namespace Queue.Tests.Reliability;
 /// unavailable); where it refuses the statement instead (error 1114 or 1021) the Api answers 507. Once space returns
 /// and the database is started again on the same port, the same Api process takes uploads again.
 /// </summary>
+[TakesAbout(18)]
 public sealed class DiskFullTests
 {
     [Fact]

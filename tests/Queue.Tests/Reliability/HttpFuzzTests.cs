@@ -13,6 +13,7 @@ namespace Queue.Tests.Reliability;
 /// metacharacters, huge strings, odd Unicode, out-of-range numbers, broken JSON, broken base64 and broken multipart.
 /// No answer is a 5xx, and the service is healthy afterwards.
 /// </summary>
+[TakesAbout(40)]
 public sealed class HttpFuzzTests(ApiFixture fx) : IClassFixture<ApiFixture>
 {
     private const int Iterations = 400;

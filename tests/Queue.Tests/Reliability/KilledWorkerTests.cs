@@ -13,6 +13,7 @@ namespace Queue.Tests.Reliability;
 /// Required reliability test 1 (docs/DESIGN.md "Invariants that failures must not break"): a real worker process
 /// (the <c>queue work</c> command) holding 100 leases is killed with SIGKILL.
 /// </summary>
+[TakesAbout(11)]
 public sealed class KilledWorkerTests(ClientFixture fx) : IClassFixture<ClientFixture>
 {
     private const int Items = 100;

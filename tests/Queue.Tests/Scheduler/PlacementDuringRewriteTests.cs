@@ -2,6 +2,7 @@ using Dapper;
 using Queue.Core.Data;
 using Queue.Core.Ordering;
 using Queue.Core.Sql;
+using Queue.Tests.Infrastructure;
 
 namespace Queue.Tests.Scheduler;
 
@@ -10,6 +11,7 @@ namespace Queue.Tests.Scheduler;
 /// open, its new values sit uncommitted in the next band; a read that steps over them checks each one's old version, so
 /// it would cost every job creation the whole ordering for as long as the rewrite runs.
 /// </summary>
+[TakesAbout(13)]
 public sealed class PlacementDuringRewriteTests
 {
     private const int Jobs = 20_000;

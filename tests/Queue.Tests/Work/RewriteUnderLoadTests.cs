@@ -3,10 +3,12 @@ using System.Net;
 using System.Net.Http.Json;
 using System.Text.Json;
 using Queue.Core.Ordering;
+using Queue.Tests.Infrastructure;
 
 namespace Queue.Tests.Work;
 
 /// <summary>Required reliability test 16: throughout rewrites of the ordering under claim load, no item is dropped or handed out twice.</summary>
+[TakesAbout(11)]
 public sealed class RewriteUnderLoadTests(DirectClaimFixture fx) : IClassFixture<DirectClaimFixture>
 {
     [Fact]
