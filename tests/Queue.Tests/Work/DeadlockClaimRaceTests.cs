@@ -40,7 +40,7 @@ public sealed class DeadlockClaimRaceTests(DirectClaimFixture fx) : IClassFixtur
                 }
                 if (r.StatusCode != HttpStatusCode.OK)
                 {
-                    errors.Add($"/next {(int)r.StatusCode}");
+                    errors.Add($"/next {(int)r.StatusCode}: {await r.Content.ReadAsStringAsync()}");
                     continue;
                 }
                 foreach (var item in (await r.Content.ReadFromJsonAsync<System.Text.Json.JsonElement>()).GetProperty("items").EnumerateArray())
@@ -49,7 +49,7 @@ public sealed class DeadlockClaimRaceTests(DirectClaimFixture fx) : IClassFixtur
                     using var done = await WorkFixture.FinishAsync(http, item, "complete");
                     if (done.StatusCode != HttpStatusCode.NoContent)
                     {
-                        errors.Add($"complete {(int)done.StatusCode}");
+                        errors.Add($"complete {(int)done.StatusCode}: {await done.Content.ReadAsStringAsync()}");
                     }
                 }
             }
