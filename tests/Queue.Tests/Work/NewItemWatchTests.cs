@@ -25,11 +25,7 @@ public sealed class NewItemWatchTests
         var (signal, watch) = Watching(newest: 100);
         signal.NotifyHeld();
 
-        var woken = signal.Next;
-        watch.Saw(signal.Local, 110);
-
-        Assert.Equal(0, signal.Generation);
-        Assert.True(woken.IsCompleted, "the workers are woken");
+        LookWakesWorkersOnly(signal, watch, 110);
     }
 
     [Fact]
@@ -39,11 +35,8 @@ public sealed class NewItemWatchTests
 
         // Said before the creating transaction's COMMIT; the look comes between that COMMIT and NotifyHeld.
         signal.Holding(110);
-        var woken = signal.Next;
-        watch.Saw(signal.Local, 110);
 
-        Assert.Equal(0, signal.Generation);
-        Assert.True(woken.IsCompleted, "the workers are woken");
+        LookWakesWorkersOnly(signal, watch, 110);
     }
 
     [Fact]
@@ -66,6 +59,16 @@ public sealed class NewItemWatchTests
         signal.Holding(105);
 
         Assert.Equal(110, signal.HeldThrough);
+    }
+
+    /// <summary>A look that sees <paramref name="newest"/>: the workers are woken, the generation stays.</summary>
+    private static void LookWakesWorkersOnly(WorkSignal signal, NewItemWatch watch, long newest)
+    {
+        var woken = signal.Next;
+        watch.Saw(signal.Local, newest);
+
+        Assert.Equal(0, signal.Generation);
+        Assert.True(woken.IsCompleted, "the workers are woken");
     }
 
     private static (WorkSignal Signal, NewItemWatch Watch) Watching(long newest)
