@@ -12,6 +12,7 @@ public sealed class WorkSignal
     private int waiters;
     private long generation;
     private long local;
+    private long heldThrough;
 
     /// <summary>Completes at the next <see cref="Notify"/>. Take it before looking for work, then wait on it, so a
     /// notification between the look and the wait is never missed.</summary>
@@ -31,8 +32,6 @@ public sealed class WorkSignal
     /// for new items it sees only when none came from here since its last look.
     /// </summary>
     public long Local => Interlocked.Read(ref local);
-
-    private long heldThrough;
 
     /// <summary>
     /// The highest item id this process created straight into its claim-ahead buffer (<see cref="Holding"/>): the wake
