@@ -2,6 +2,7 @@ using System.Net;
 using System.Net.Sockets;
 using System.Text;
 
+using Queue.Core.Sql;
 using Queue.Local;
 using Queue.Tests.Infrastructure;
 using static Queue.Tests.Jobs.JobsTestKit;
@@ -70,7 +71,7 @@ public sealed class KestrelTests(KestrelApiFixture fx) : IClassFixture<KestrelAp
     [Fact]
     public async Task A_retry_while_the_first_request_still_runs_gets_409()
     {
-        var (_, key) = await fx.NewCustomerAsync();
+        var (tenant, key) = await fx.NewCustomerAsync();
         var http = fx.Api.ClientWithKey(key);
         var job = await http.OpenJobAsync(["text"]);
         using var socket = new TcpClient();
@@ -80,15 +81,14 @@ public sealed class KestrelTests(KestrelApiFixture fx) : IClassFixture<KestrelAp
         await stream.WriteAsync(Encoding.ASCII.GetBytes($"POST /jobs/{job}/documents?name=slow.txt HTTP/1.1\r\nHost: 127.0.0.1\r\n"
             + $"Authorization: Bearer {key}\r\nIdempotency-Key: slow\r\nContent-Type: text/plain\r\nContent-Length: 9\r\n\r\n"));
         await stream.FlushAsync();
-        HttpResponseMessage? retry = null;
-        for (var i = 0; i < 600 && retry?.StatusCode != HttpStatusCode.Conflict; i++)
-        {
-            await Task.Delay(50);
-            var again = new HttpRequestMessage(HttpMethod.Post, U($"/jobs/{job}/documents?name=slow.txt")) { Content = new StringContent("slow body") };
-            again.Headers.TryAddWithoutValidation("Idempotency-Key", "slow");
-            retry = await http.SendAsync(again);
-        }
-        await AssertProblemAsync(retry!, HttpStatusCode.Conflict);
+        // The handler holds the key once its record is written, running: only then is a retry one "while it runs".
+        await Eventually.UntilAsync(async () => await fx.CountAsync(
+            $"SELECT COUNT(*) FROM idempotency WHERE tenant_id = @Id AND idem_key = 'slow' AND state = {KeyStateSql.Running}", new { tenant.Id }) == 1,
+            "the first request holds its key", 30);
+        using var again = new HttpRequestMessage(HttpMethod.Post, U($"/jobs/{job}/documents?name=slow.txt")) { Content = new StringContent("slow body") };
+        again.Headers.TryAddWithoutValidation("Idempotency-Key", "slow");
+        using var retry = await http.SendAsync(again);
+        await AssertProblemAsync(retry, HttpStatusCode.Conflict);
         await stream.WriteAsync("slow body"u8.ToArray());
         var answer = new byte[4096];
         var n = await stream.ReadAsync(answer);

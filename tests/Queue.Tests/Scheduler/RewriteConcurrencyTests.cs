@@ -140,7 +140,7 @@ public sealed class RewriteConcurrencyTests
     internal static async Task WaitUntilRewriteHoldsLanesAsync(FreshDatabase db, long jobId, Task rewrite)
     {
         await using var conn = await db.DataSource.OpenConnectionAsync();
-        for (var i = 0; i < 400; i++)
+        await Eventually.UntilAsync(async () =>
         {
             await using (var tx = await conn.BeginReadCommittedAsync(default))
             {
@@ -150,7 +150,7 @@ public sealed class RewriteConcurrencyTests
                 }
                 catch (MySqlException ex) when (ex.ErrorCode == MySqlErrorCode.LockWaitTimeout)
                 {
-                    return;
+                    return true;
                 }
                 await tx.RollbackAsync();
             }
@@ -159,8 +159,7 @@ public sealed class RewriteConcurrencyTests
                 await rewrite;
                 throw new InvalidOperationException("the rewrite finished without waiting for the held lane");
             }
-            await Task.Delay(25);
-        }
-        throw new TimeoutException("the rewrite never reached its UPDATE");
+            return false;
+        }, "the rewrite reached its UPDATE", 10);
     }
 }
