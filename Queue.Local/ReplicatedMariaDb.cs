@@ -38,24 +38,8 @@ public sealed class ReplicatedMariaDb : IAsyncDisposable
     {
         // A small redo log: a throwaway pair holds little, and two 1 GB log files written at start and deleted at the end
         // are seconds of disk traffic that land on whatever runs next.
-        // Both at once: neither server needs the other until the replica is pointed at the primary, and each start is
-        // seconds of mariadb-install-db and InnoDB set-up.
-        var primaryStart = PrivateMariaDb.StartEphemeralAsync("256M", [.. PrimaryArgs, SmallRedoLog], ct);
-        var replicaStart = PrivateMariaDb.StartEphemeralAsync("256M", [.. ReplicaArgs, SmallRedoLog], ct);
-        try
-        {
-            await Task.WhenAll(primaryStart, replicaStart);
-        }
-        catch
-        {
-            // The one that did start is tied to this process anyway; stop it now rather than at exit.
-            foreach (var started in new[] { primaryStart, replicaStart }.Where(t => t.IsCompletedSuccessfully))
-            {
-                await started.Result.DisposeAsync();
-            }
-            throw;
-        }
-        var (primary, replica) = (primaryStart.Result, replicaStart.Result);
+        var primary = await PrivateMariaDb.StartEphemeralAsync("256M", [.. PrimaryArgs, SmallRedoLog], ct);
+        var replica = await PrivateMariaDb.StartEphemeralAsync("256M", [.. ReplicaArgs, SmallRedoLog], ct);
         await FollowAsync(replica, primary.Port, ct);
         return new ReplicatedMariaDb(primary, replica, tiedToThisProcess: true, ephemeral: true);
     }

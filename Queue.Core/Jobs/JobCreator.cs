@@ -122,7 +122,7 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
             // Said before the COMMIT, so that no look of the wake loop sees these items without knowing them for this
             // process's own: a look between the COMMIT and the submission's signal took a small job under a flood for
             // another process's, and sent the next /next to a claim transaction (24 ms) while the job's items waited here.
-            signal.Holding(held.Where(h => h is not null).SelectMany(h => h!.Items).Select(i => i.Id).DefaultIfEmpty(0).Max());
+            signal.Holding(held.Max(h => h?.Items.Select(i => i.Id).DefaultIfEmpty(0).Max() ?? 0));
             // A COMMIT without an answer is checked, not redone: the group's jobs would exist twice.
             await CommitCheck.CommitAsync(tx, db, session, JobSql.JobLanded, new { Id = ids[0] });
             return (results, held, epoch);
