@@ -117,8 +117,12 @@ public sealed class SchedulerKilledRewriteTests
         var after = await ConsistentOrderingAsync(db);
         Assert.Equal(2000, after.Ranked);
         Assert.True(after.Consistent, "every lane carries its value in the logged mode");
-        Assert.Equal(0, await TableCountAsync(db, "ordering_retired"));
+        // Between two rewrites: with a 6 s period the next swap may already be under way, and its own mirror triggers
+        // and retired table are not leftovers (seen once in CI: 3 triggers right after the rewrite was logged). Left
+        // behind, they would never go.
         await using var conn = await db.DataSource.OpenConnectionAsync();
-        Assert.Equal(0L, await conn.ExecuteScalarAsync<long>("SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE()"));
+        await WaitForAsync(async () => await TableCountAsync(db, "ordering_retired") == 0
+            && await conn.ExecuteScalarAsync<long>("SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE()") == 0,
+            "no retired table and no mirror trigger left between rewrites", seconds: 30);
     }
 }
