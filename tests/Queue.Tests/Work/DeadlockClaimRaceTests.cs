@@ -58,7 +58,7 @@ public sealed class DeadlockClaimRaceTests(DirectClaimFixture fx) : IClassFixtur
         await stop.CancelAsync();
         var provocations = await provoked;
 
-        Assert.Empty(errors);
+        Assert.True(errors.IsEmpty, string.Join("\n", errors));
         Assert.Equal(1000, claimed.Count);
         Assert.Equal(1000, claimed.Distinct().Count());
         Assert.Equal(1000L, await fx.ScalarAsync<long>("SELECT COUNT(*) FROM items WHERE job_id IN @jobs AND state = 2 AND attempts = 1", new { jobs }));
