@@ -86,7 +86,10 @@ public sealed class ExplainService(MySqlDataSource db, TimeProvider clock, Order
                 exact = false;
                 own = await EstimateRestAsync(conn, FairnessSql.DiveLanesAheadInTenant, new { job.TenantId, Value = value, JobId = jobId }, own, lane, ct);
             }
-            var others = (await conn.QueryAsync<long>(Cmd(FairnessSql.ExplainOtherTenants, new { job.TenantId, Now = now }, ct))).AsList();
+            var withLanes = new HashSet<long>();
+            await new LaneTenants().AddAsync(conn, null, withLanes, ct);
+            withLanes.Remove(job.TenantId);
+            var others = withLanes.ToList();
             var mine = fair.PassOf(job.TenantId);
             var turnFirst = isOverride ? 0 : others.Count(o => fair.PassOf(o) < mine || (fair.PassOf(o) == mine && o < job.TenantId));
             reasons = new AheadReasons(Sum(own, "smaller"), Sum(own, "older"), overrides.Jobs, turnFirst);

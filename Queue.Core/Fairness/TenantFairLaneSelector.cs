@@ -11,7 +11,7 @@ namespace Queue.Core.Fairness;
 /// (value, job id), and the engine takes its lowest item ids. Each claim round offers every tenant with work (up to
 /// <see cref="FairnessSql.HeadsPerQuery"/> per query, in turn order) one lane with a quota of its weight's worth of
 /// claims, so a batch of claims is split across tenants by the same rule as single claims.
-/// <para>Cost per round: one override range, one loose index scan over the tenants with lanes, and one head query per
+/// <para>Cost per round: one override range, one round trip of index probes for the tenants with lanes (<see cref="LaneTenants"/>), and one head query per
 /// eight tenants; never a scan of jobs or items. With one tenant it returns that tenant's lanes in seed order.</para>
 /// </summary>
 public sealed class TenantFairLaneSelector(FairShare fair, TimeProvider clock) : ILaneSelector
@@ -21,6 +21,7 @@ public sealed class TenantFairLaneSelector(FairShare fair, TimeProvider clock) :
     private readonly Lock gate = new();
     private Dictionary<long, int> weights = [];
     private DateTimeOffset weightsAt = DateTimeOffset.MinValue;
+    private readonly LaneTenants laneTenants = new();
 
     public FairShare Share => fair;
 
@@ -35,13 +36,13 @@ public sealed class TenantFairLaneSelector(FairShare fair, TimeProvider clock) :
         var tenants = new HashSet<long>();
         if (query.Tasks.Count == 0)
         {
-            tenants.UnionWith(await conn.QueryAsync<long>(Cmd(FairnessSql.TenantsWithLanes, null, ct)));
+            await laneTenants.AddAsync(conn, null, tenants, ct);
         }
         else
         {
             foreach (var task in query.Tasks)
             {
-                tenants.UnionWith(await conn.QueryAsync<long>(Cmd(FairnessSql.TenantsWithLanesForTask, new { Task = task }, ct)));
+                await laneTenants.AddAsync(conn, task, tenants, ct);
             }
         }
         if (tenants.Count == 0)
