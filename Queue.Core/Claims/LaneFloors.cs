@@ -28,6 +28,12 @@ public sealed class LaneFloors
 
     private readonly ConcurrentDictionary<(long JobId, string Task), (long Floor, DateTime Until)> lanes = new();
 
+    /// <summary>
+    /// About how many lanes have a floor. <c>ConcurrentDictionary.Count</c> takes every lock of the dictionary: asked
+    /// for each new lane, in a drain of one-item jobs, it was 2 % of the Api's CPU.
+    /// </summary>
+    private int count;
+
     /// <summary>The id a claim of the lane starts after: 0 (the whole lane) when there is no floor or it has lapsed.</summary>
     public long Of(long jobId, string task, DateTime now) =>
         lanes.TryGetValue((jobId, task), out var f) && f.Until > now ? f.Floor : 0;
@@ -49,15 +55,22 @@ public sealed class LaneFloors
                 }
                 continue;
             }
-            if (lanes.Count >= MaxLanes)
+            if (Volatile.Read(ref count) >= MaxLanes)
             {
                 Prune(now);
-                if (lanes.Count >= MaxLanes)
+                if (Volatile.Read(ref count) >= MaxLanes)
                 {
                     continue;
                 }
             }
-            lanes[lane.Key] = (top, now + Rescan);
+            if (lanes.TryAdd(lane.Key, (top, now + Rescan)))
+            {
+                Interlocked.Increment(ref count);
+            }
+            else
+            {
+                lanes[lane.Key] = (top, now + Rescan);
+            }
         }
     }
 
@@ -65,7 +78,13 @@ public sealed class LaneFloors
     /// The lane may have claimable items below its floor (a retry, a give-back, or it ran short above the floor): its
     /// next claim walks it whole.
     /// </summary>
-    public void Drop(long jobId, string task) => lanes.TryRemove((jobId, task), out _);
+    public void Drop(long jobId, string task)
+    {
+        if (lanes.TryRemove((jobId, task), out _))
+        {
+            Interlocked.Decrement(ref count);
+        }
+    }
 
     private void Prune(DateTime now)
     {
@@ -73,7 +92,10 @@ public sealed class LaneFloors
         {
             if (f.Until <= now)
             {
-                lanes.TryRemove(KeyValuePair.Create(lane, f));
+                if (lanes.TryRemove(KeyValuePair.Create(lane, f)))
+                {
+                    Interlocked.Decrement(ref count);
+                }
             }
         }
     }

@@ -1,5 +1,4 @@
 using Dapper;
-using MySqlConnector;
 using Queue.Core.Claims;
 using Queue.Tests.Infrastructure;
 
@@ -33,21 +32,12 @@ public sealed class DeepLaneClaimTests(ApiFixture fx) : IClassFixture<ApiFixture
         var engine = new ClaimEngine(db, new SeedLaneSelector(), TimeProvider.System, new ClaimCounters());
         var slot = new ClaimSlot("w", DateTime.UtcNow.AddMinutes(5), false);
 
-        var before = await IndexReadsAsync(db);
+        var before = await OneSession.IndexReadsAsync(db);
         var claimed = await engine.ClaimAsync([new ClaimOrder(["text"], [slot])], default);
-        var reads = await IndexReadsAsync(db) - before;
+        var reads = await OneSession.IndexReadsAsync(db) - before;
 
         Assert.Equal(job, Assert.Single(claimed[0]).JobId);
         // Reading the lane whole to find its next due time costs at least one read per item (20,000).
         Assert.True(reads < 1_000, $"the claim read {reads} index entries from a lane of {Depth + 1} items");
-    }
-
-    /// <summary>Rows read through an index by this session so far (the next entry, and the first of each lookup).</summary>
-    private static async Task<long> IndexReadsAsync(MySqlDataSource db)
-    {
-        await using var conn = await db.OpenConnectionAsync();
-        var rows = await conn.QueryAsync<(string Name, string Value)>(
-            "SHOW SESSION STATUS WHERE Variable_name IN ('Handler_read_next', 'Handler_read_key')");
-        return rows.Sum(r => long.Parse(r.Value, System.Globalization.CultureInfo.InvariantCulture));
     }
 }

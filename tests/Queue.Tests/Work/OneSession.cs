@@ -1,3 +1,4 @@
+using Dapper;
 using MySqlConnector;
 using Queue.Tests.Infrastructure;
 using static Queue.Tests.Jobs.JobsTestKit;
@@ -22,4 +23,13 @@ internal static class OneSession
             tasks = new[] { "text" },
             documents = new[] { new { name = "d.txt", content = B64("d") } },
         })).GetProperty("id").GetInt64();
+
+    /// <summary>Rows read through an index by the pool's one session so far (the next entry, and the first of each lookup).</summary>
+    public static async Task<long> IndexReadsAsync(MySqlDataSource db)
+    {
+        await using var conn = await db.OpenConnectionAsync();
+        var rows = await conn.QueryAsync<(string Name, string Value)>(
+            "SHOW SESSION STATUS WHERE Variable_name IN ('Handler_read_next', 'Handler_read_key')");
+        return rows.Sum(r => long.Parse(r.Value, System.Globalization.CultureInfo.InvariantCulture));
+    }
 }
