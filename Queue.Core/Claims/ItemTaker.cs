@@ -379,11 +379,12 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
         public int Wanted => slots.Count - Taken.Count;
 
         /// <summary>
-        /// What a fair selector shares out in the next round: one turn each while workers' leases are still to fill,
-        /// so the callers of one transaction alternate between tenants as single claims would; then everything the
-        /// claim-ahead reservations still want, in one round (the buffer hands those out by turn anyway).
+        /// What a fair selector shares out in the next round: the workers' leases still to fill, so that the callers of
+        /// one transaction get the tenants' turns as single claims would; then everything the claim-ahead reservations
+        /// still want (the buffer hands those out by turn anyway). Each in one round: shared out one turn per round,
+        /// 8 callers and two tenants with work took 8 rounds of five round trips.
         /// </summary>
-        public int QuotaWanted => Taken.Count < leaseSlots ? 1 : Wanted;
+        public int QuotaWanted => Taken.Count < leaseSlots ? leaseSlots - Taken.Count : Wanted;
 
         private readonly int leaseSlots = slots.Count(s => !s.Reservation);
 

@@ -89,11 +89,11 @@ public sealed class TenantFairLaneSelector(FairShare fair, TimeProvider clock) :
             }
         }
         // One round of weighted round robin over what the claim asks to share (LaneQuery.Wanted, at least one turn
-        // each): each tenant's quota is its weight's share of it. The engine asks for one turn each while workers'
-        // leases are to fill, then for all the claim-ahead reservations at once: a round of one turn each per
-        // reservation walked a round (five round trips) per item while two tenants had work, about 100 round trips in
-        // one transaction that every waiting caller waited for. A tenant with fewer items than its quota leaves its
-        // lanes drained, and the next round offers the others what is left.
+        // each): each tenant's quota is its weight's share of it. The engine asks for the workers' leases still to
+        // fill, then for all the claim-ahead reservations at once: a round of one turn each per item walked a round
+        // (five round trips) per item while two tenants had work, about 100 round trips in one transaction that every
+        // waiting caller waited for. A tenant with fewer items than its quota leaves its lanes drained, and the next
+        // round offers the others what is left.
         var picks = Math.Max(backlogged.Sum(Weight), query.Wanted);
         foreach (var (tenant, count) in fair.Plan(backlogged, Weight, picks))
         {
