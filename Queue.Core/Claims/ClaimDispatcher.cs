@@ -82,6 +82,15 @@ public sealed partial class ClaimDispatcher
     /// <summary>Tests hold a flush here, right before its transaction begins, given how many callers wait on it.</summary>
     internal Func<int, Task>? BeforeTransaction { get; set; }
 
+    private int transactionsRunning;
+
+    /// <summary>
+    /// Claim transactions past <see cref="BeforeTransaction"/> and not finished: a test that sets the hook waits for 0,
+    /// then no transaction runs until it lets them go (one that began before the hook was set may otherwise take what
+    /// the test creates next).
+    /// </summary>
+    internal int TransactionsRunning => Volatile.Read(ref transactionsRunning);
+
     /// <summary>Items held claimed-ahead in memory right now (all task filters).</summary>
     public int Buffered
     {
@@ -183,8 +192,21 @@ public sealed partial class ClaimDispatcher
                 await leases.ReleaseAsync(giveBack, CancellationToken.None);
                 return;
             }
-            await (BeforeTransaction?.Invoke(groups.Sum(g => g.Waiters.Count)) ?? Task.CompletedTask);
-            outcomes = await engine.ClaimAsync(groups.Select(g => g.Claim.Order(now, options.Value)).ToList(), CancellationToken.None);
+            Interlocked.Increment(ref transactionsRunning);
+            try
+            {
+                if (BeforeTransaction is { } hold)
+                {
+                    Interlocked.Decrement(ref transactionsRunning);
+                    await hold(groups.Sum(g => g.Waiters.Count));
+                    Interlocked.Increment(ref transactionsRunning);
+                }
+                outcomes = await engine.ClaimAsync(groups.Select(g => g.Claim.Order(now, options.Value)).ToList(), CancellationToken.None);
+            }
+            finally
+            {
+                Interlocked.Decrement(ref transactionsRunning);
+            }
         }
         catch (Exception ex)
         {

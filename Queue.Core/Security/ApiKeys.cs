@@ -49,6 +49,15 @@ public sealed class ApiKeyService(MySqlDataSource db, TimeProvider clock, IOptio
         return new IssuedKey(id, secret, prefix, role, role == KeyRole.Worker ? null : tenantId);
     }
 
+    /// <summary>How long a key lookup may wait for the database before the request answers 503 with Retry-After.</summary>
+    private static readonly TimeSpan LookupTimeout = TimeSpan.FromSeconds(3);
+
+    private async Task<KeyRow?> KeyRowAsync(byte[] hash, CancellationToken ct)
+    {
+        await using var conn = await db.OpenConnectionAsync(ct);
+        return await conn.QuerySingleOrDefaultAsync<KeyRow>(new CommandDefinition(TenantSql.KeyByHash, new { Hash = hash }, cancellationToken: ct));
+    }
+
     /// <summary>Resolves a presented key, or null when it is unknown or revoked.</summary>
     public async Task<Principal?> ResolveAsync(string presented, CancellationToken ct)
     {
@@ -63,8 +72,22 @@ public sealed class ApiKeyService(MySqlDataSource db, TimeProvider clock, IOptio
         {
             return hit;
         }
-        await using var conn = await db.OpenConnectionAsync(ct);
-        var row = await conn.QuerySingleOrDefaultAsync<KeyRow>(new CommandDefinition(TenantSql.KeyByHash, new { Hash = hash }, cancellationToken: ct));
+        KeyRow? row;
+        using (var bounded = CancellationTokenSource.CreateLinkedTokenSource(ct))
+        {
+            bounded.CancelAfter(LookupTimeout);
+            try
+            {
+                // Authentication runs before the request timeout applies: unbounded, a lookup on a hung database waited
+                // for the driver's own timeouts (32 s in DatabaseHangTests, once the key had left the cache).
+                row = await KeyRowAsync(hash, bounded.Token).WaitAsync(LookupTimeout, ct);
+            }
+            catch (Exception ex) when (!ct.IsCancellationRequested && (ex is TimeoutException || bounded.IsCancellationRequested))
+            {
+                await bounded.CancelAsync(); // the lookup left behind gives its connection back as soon as it can
+                throw new Data.ServiceBusyException("the database did not answer the key lookup in time", ex);
+            }
+        }
         Principal? principal = null;
         if (row is not null && row.RevokedAt is null && CryptographicOperations.FixedTimeEquals(row.Hash, hash))
         {

@@ -102,10 +102,12 @@ public sealed class NewWorkIntakeTests(FairClaimAheadFixture fx) : IClassFixture
         var dispatcher = fx.Service<ClaimDispatcher>();
         var paused = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
         // No claim transaction begins while the new job is looked at: a refill of the buffer (its first job's items go
-        // stale and back) would claim the new job's items, and the count below saw 2 of them taken (CI, once).
+        // stale and back) would claim the new job's items, and the count below saw 2 of them taken (CI, once). Nor runs:
+        // a refill that began before the hook saw 1 taken (CI, once more).
         dispatcher.BeforeTransaction = _ => paused.Task;
         try
         {
+            await Eventually.UntilAsync(() => dispatcher.TransactionsRunning == 0, "the claim transaction that began before the hook to end", seconds: 10);
             var (job, held) = await SubmitAsync(tenant.Id, "intake-own", 3);
 
             Assert.False(held);
