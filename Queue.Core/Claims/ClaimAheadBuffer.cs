@@ -266,7 +266,7 @@ internal sealed class ClaimAheadBuffer(IReadOnlyList<string> tasks)
         }
         foreach (var tenant in Waiting)
         {
-            if ((!byTenant.TryGetValue(tenant, out var queue) || queue.Count == 0) && TurnOf(tenant, turns) is { } turn
+            if ((!byTenant.TryGetValue(tenant, out var queue) || queue.Count == 0) && TurnOf(tenant, turns, inDatabase: true) is { } turn
                 && (turn < bestTurn || (turn == bestTurn && tenant < bestTenant)))
             {
                 (bestTurn, bestTenant) = (turn, tenant);
@@ -276,9 +276,12 @@ internal sealed class ClaimAheadBuffer(IReadOnlyList<string> tasks)
         return inDatabase is null ? best : null;
     }
 
-    /// <summary>The tenant's turn after the turns <see cref="promised"/> to it; null when the policy takes no turns.</summary>
-    private double? TurnOf(long tenant, ILaneSelector turns) =>
-        turns.TurnOf(tenant) + (promised.TryGetValue(tenant, out var n) ? n * turns.TurnLength(tenant) : 0);
+    /// <summary>
+    /// The tenant's turn after the turns <see cref="promised"/> to it; null when the policy takes no turns.
+    /// <paramref name="inDatabase"/>: none of its items is held, and it is ranked where the next claim would rank it.
+    /// </summary>
+    private double? TurnOf(long tenant, ILaneSelector turns, bool inDatabase = false) =>
+        (inDatabase ? turns.TurnInDatabaseOf(tenant) : turns.TurnOf(tenant)) + (promised.TryGetValue(tenant, out var n) ? n * turns.TurnLength(tenant) : 0);
 
     /// <summary>
     /// A busy filter claims ahead what its callers ask for in this time (at most <see cref="ClaimOptions.Prefetch"/>),

@@ -46,6 +46,14 @@ public interface ILaneSelector
     /// </summary>
     double? TurnOf(long tenantId);
 
+    /// <summary>
+    /// The turn of a tenant whose next item is in the database, none of it held: where the next claim ranks it. A fair
+    /// policy lifts a tenant that idled to the others' level less the return credit, so the pass it idled at would put
+    /// it ahead of every tenant served meanwhile (a flood's first claim, beside a small tenant whose job went straight
+    /// into the buffer, took 7 callers' items while the small job's items waited here). By default <see cref="TurnOf"/>.
+    /// </summary>
+    double? TurnInDatabaseOf(long tenantId) => TurnOf(tenantId);
+
     /// <summary>How far one item handed to <paramref name="tenantId"/> moves its <see cref="TurnOf"/>.</summary>
     double TurnLength(long tenantId) => 1;
 

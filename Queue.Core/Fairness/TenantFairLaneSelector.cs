@@ -106,6 +106,8 @@ public sealed class TenantFairLaneSelector(FairShare fair, TimeProvider clock) :
 
     public double? TurnOf(long tenantId) => fair.OwnPassOf(tenantId);
 
+    public double? TurnInDatabaseOf(long tenantId) => fair.PassOf(tenantId);
+
     public double TurnLength(long tenantId) => 1.0 / Weight(tenantId);
 
     public bool TakesTurns => true;

@@ -64,6 +64,20 @@ public sealed class ClaimAheadTurnTests
         Assert.Equal(Small, Assert.Single(buffer.Take(1, Now, turns, out _)).TenantId);
     }
 
+    [Fact]
+    public void A_tenant_waiting_in_the_database_is_ranked_where_a_claim_would_lift_it_not_at_the_pass_it_idled_at()
+    {
+        var (buffer, turns) = SmallHeldFloodWaiting();
+        // The flood idled at pass 0 while the small tenant was served; a claim would rank it at the floor, 0.75.
+        turns.Floor = 0.75;
+
+        Assert.Equal(Small, Assert.Single(buffer.Take(1, Now, turns, out var inDatabase)).TenantId);
+        Assert.Null(inDatabase);
+        // Charged, the small tenant's turn (1.5) comes after the flood's lifted one.
+        Assert.Empty(buffer.Take(1, Now, turns, out inDatabase));
+        Assert.Equal(Flood, inDatabase);
+    }
+
     /// <summary>
     /// The small tenant's items held, its turn at 0.5; the flood seen by the last claim with work in the database and
     /// nothing held, its turn at 0.
@@ -93,7 +107,12 @@ public sealed class ClaimAheadTurnTests
 
         public void Claimed(long tenantId, int count) => Passes[tenantId] = Passes.GetValueOrDefault(tenantId) + (count * TurnLength(tenantId));
 
+        /// <summary>The lowest turn a claim ranks a tenant at (a fair policy's virtual time less the return credit).</summary>
+        public double Floor { get; set; } = double.MinValue;
+
         public double? TurnOf(long tenantId) => Passes.GetValueOrDefault(tenantId);
+
+        public double? TurnInDatabaseOf(long tenantId) => Math.Max(Passes.GetValueOrDefault(tenantId), Floor);
 
         public double TurnLength(long tenantId) => 1.0 / Weights.GetValueOrDefault(tenantId, 1);
 
