@@ -11,7 +11,8 @@ namespace Queue.Core.Fairness;
 /// at most that much, as a woken task's place in Linux's fair scheduler does, so a small job that arrives beside a
 /// flood takes its first few items ahead instead of one turn in two from the start. With no credit it starts level.
 /// Debt is kept (a tenant served ahead of its share and then idle is not lifted, nor lowered), as in start-time fair
-/// queueing.
+/// queueing; what a tenant was served while it was the only one with work is not debt, so the virtual time catches up
+/// with it when another shows up, as SFQ's moves with the item in service.
 /// <para>
 /// The state is in memory, per Api process (docs/DESIGN.md "Fairness"): claims never write a shared row, and with
 /// several Api processes each one shares its own claims fairly, so their sum is fair too.
@@ -22,6 +23,9 @@ public sealed class FairShare(double returnCredit = 0)
     private readonly Lock gate = new();
     private readonly Dictionary<long, double> pass = [];
     private double virtualTime;
+
+    /// <summary>The one tenant the last <see cref="Backlogged"/> saw with work, if it saw only one.</summary>
+    private long? alone;
 
     /// <summary>
     /// The lowest pass a tenant with work is ranked at: the virtual time less the return credit. A tenant whose own pass
@@ -86,6 +90,16 @@ public sealed class FairShare(double returnCredit = 0)
         }
         lock (gate)
         {
+            // A tenant that had the claims to itself since the last round took them from nobody: its lead over the
+            // virtual time (a whole job's items, charged after the round that saw it) is not debt. Kept, a small
+            // tenant's solo jobs put a flood that started beside it 13 turns ahead of it (a fairness trace: the small
+            // job's first items waited for the flood's first 10 claims).
+            var only = tenants.Count == 1 || tenants.All(t => t == tenants.First()) ? tenants.First() : (long?)null;
+            if (alone is { } solo && only != solo)
+            {
+                virtualTime = Math.Max(virtualTime, pass.GetValueOrDefault(solo));
+            }
+            alone = only;
             var level = double.MaxValue;
             foreach (var t in tenants)
             {

@@ -80,6 +80,19 @@ public sealed class FairShareTests
     }
 
     [Fact]
+    public void A_tenant_served_alone_carries_no_lead_into_the_arrival_of_another()
+    {
+        var fair = new FairShare(returnCredit: 3);
+        // A small tenant's job seen by one round, its 10 items then served with nobody else waiting.
+        fair.Backlogged([2]);
+        fair.Charge(2, 10, 1);
+        // A flood shows up: it takes its return credit ahead of the small tenant, not the small job's 10 claims too.
+        fair.Backlogged([1]);
+        Assert.Equal(7, fair.PassOf(1));
+        Assert.Equal([1, 1, 1, 1, 2, 1], Both(fair, 6));
+    }
+
+    [Fact]
     public void A_plan_hands_out_a_round_by_weight_in_turn_order()
     {
         var fair = new FairShare();
