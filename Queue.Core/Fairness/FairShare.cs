@@ -94,7 +94,8 @@ public sealed class FairShare(double returnCredit = 0)
             // virtual time (a whole job's items, charged after the round that saw it) is not debt. Kept, a small
             // tenant's solo jobs put a flood that started beside it 13 turns ahead of it (a fairness trace: the small
             // job's first items waited for the flood's first 10 claims).
-            var only = tenants.Count == 1 || tenants.All(t => t == tenants.First()) ? tenants.First() : (long?)null;
+            var first = tenants.First();
+            long? only = tenants.All(t => t == first) ? first : null;
             if (alone is { } solo && only != solo)
             {
                 virtualTime = Math.Max(virtualTime, pass.GetValueOrDefault(solo));
