@@ -3,6 +3,7 @@ using System.Text;
 using Dapper;
 using Microsoft.Extensions.Options;
 using MySqlConnector;
+using Queue.Core.Data;
 using Queue.Core.Sql;
 
 namespace Queue.Core.Security;
@@ -84,7 +85,7 @@ public sealed class ApiKeyService(MySqlDataSource db, TimeProvider clock, IOptio
             catch (TimeoutException ex)
             {
                 await abandon.CancelAsync(); // the lookup left behind gives its connection back as soon as it can
-                throw new Data.ServiceBusyException("the database did not answer the key lookup in time", ex);
+                throw new ServiceBusyException("the database did not answer the key lookup in time", ex);
             }
         }
         Principal? principal = null;

@@ -1,10 +1,10 @@
 using System.Diagnostics;
 using System.Net;
-using Xunit.Abstractions;
 using Queue.Api.Jobs;
 using Queue.Core.Security;
 using Queue.Local;
 using Queue.Tests.Infrastructure;
+using Xunit.Abstractions;
 using static Queue.Tests.Jobs.JobsTestKit;
 
 namespace Queue.Tests.Reliability;
