@@ -10,8 +10,8 @@ namespace Queue.Core.Claims;
 /// <summary>
 /// The end of a claim's walk, inside its transaction: the last writes, the lanes it may have emptied hidden until their
 /// next item falls due (or removed when nothing is left), and the taken items' documents and tenant names for the
-/// answer. Lanes the claim emptied get their hint here, so the next claims skip them inside the index instead of
-/// probing them.
+/// answer. Lanes the claim emptied get their hint here, so the next claims skip them by their ordering row instead
+/// of probing their items.
 /// </summary>
 internal sealed class ClaimClosing(HeldLanes held)
 {
@@ -44,13 +44,13 @@ internal sealed class ClaimClosing(HeldLanes held)
             await using var batch = new MySqlBatch(tx.Connection);
             foreach (var chunk in hinted.Chunk(LaneCommand.MaxLanes))
             {
-                var cmd = LaneCommand.Batch(ClaimSql.SetLaneHints(chunk.Length), chunk.Select(h => (h.JobId, h.Task)).ToList());
+                var cmd = LaneCommand.Batch(ClaimSql.SetLaneHints, chunk.Select(h => (h.JobId, h.Task)).ToList());
                 cmd.Parameters.AddNumbered("@a", chunk.Select(h => h.NextDue!.Value));
                 batch.BatchCommands.Add(cmd);
             }
             foreach (var chunk in removed.Chunk(LaneCommand.MaxLanes))
             {
-                batch.BatchCommands.Add(LaneCommand.Batch(ClaimSql.DeleteLanes(chunk.Length), chunk.Select(h => (h.JobId, h.Task)).ToList()));
+                batch.BatchCommands.Add(LaneCommand.Batch(ClaimSql.DeleteLanes, chunk.Select(h => (h.JobId, h.Task)).ToList()));
             }
             await tx.RunAsync(batch, commit: last, ct);
         }
@@ -75,8 +75,8 @@ internal sealed class ClaimClosing(HeldLanes held)
         var chunks = lanes.Chunk(LaneCommand.MaxLanes).ToList();
         foreach (var chunk in chunks)
         {
-            batch.BatchCommands.Add(LaneCommand.Batch(ClaimSql.LockLanes(chunk.Length), chunk));
-            batch.BatchCommands.Add(LaneCommand.Batch(ClaimSql.LanesNextDue(chunk.Length), chunk));
+            batch.BatchCommands.Add(LaneCommand.Batch(ClaimSql.LockLanes, chunk));
+            batch.BatchCommands.Add(LaneCommand.Batch(ClaimSql.LanesNextDue, chunk));
         }
         if (documents.Count > 0)
         {

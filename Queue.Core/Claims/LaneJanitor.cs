@@ -142,7 +142,7 @@ public sealed partial class LaneJanitor : IDrainable
                 await using var batch = new MySqlBatch(conn, tx);
                 foreach (var chunk in lanes.Chunk(LaneCommand.MaxLanes))
                 {
-                    batch.BatchCommands.Add(LaneCommand.Batch(ClaimSql.DeleteLanes(chunk.Length), chunk));
+                    batch.BatchCommands.Add(LaneCommand.Batch(ClaimSql.DeleteLanes, chunk));
                 }
                 await batch.ExecuteNonQueryAsync(c);
             }

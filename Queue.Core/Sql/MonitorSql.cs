@@ -5,8 +5,8 @@ public static class MonitorSql
 {
     /// <summary>
     /// The jobs at the head of the ordering with a claimable lane, and their active items: at most @MaxLanes lanes in
-    /// claim order (rides ix_ordering_any: blocked, value, job_id, task, available_at; the hint is checked inside the
-    /// index). The head is what the next claims choose among; jobs deeper in the backlog are not sampled.
+    /// claim order (rides ix_ordering_any: blocked, value, job_id, task; the hint is checked on the lane's row, which
+    /// the tenant is read from anyway). The head is what the next claims choose among; jobs deeper in the backlog are not sampled.
     /// </summary>
     public const string SampleHead = $"""
         SELECT h.tenant_id AS TenantId, h.job_id AS JobId,
