@@ -17,7 +17,12 @@ namespace Queue.Core.Claims;
 /// <param name="floors">The claims' lane floors (<see cref="ClaimEngine"/>): a retry or a give-back drops its lane's floor.</param>
 /// <param name="handouts">Leases handed out from memory and not written yet: a finish or an extend makes their write moot.</param>
 public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJanitor janitor, LaneFloors? floors = null, HandoutLog? handouts = null)
+    : IAsyncDisposable
 {
+    private readonly HeldConnection completions = new(db);
+
+    public ValueTask DisposeAsync() => completions.DisposeAsync();
+
     /// <summary>
     /// Gives back items that were taken but never handed out (reservations, or leases of callers who left). An item
     /// whose job was cancelled meanwhile is cancelled instead of made ready: the job has no lanes any more, so a ready
@@ -78,61 +83,80 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
     public Task<(FinishOutcome[] Outcomes, Dictionary<long, int> CompletionsByTenant)> CompleteAsync(IReadOnlyList<LeaseRef> leases, CancellationToken ct) =>
         Retry.OnDeadlockAsync(async c =>
         {
-            var began = QueueTracing.Begin();
-            var now = clock.GetUtcNow().UtcDateTime;
-            var ids = leases.Select(l => l.ItemId).Distinct().ToList();
-            await using var conn = await db.OpenConnectionAsync(c);
-            var tx = new ClaimTransaction(conn);
+            // Completion transactions run one at a time and thousands a second: the connection stays open between them
+            // (docs/DESIGN.md "Claim and completion round trips"). One kept from the last completion may have died
+            // since (a restarted server); a failure before the COMMIT went out changed nothing, so it is made again on
+            // a fresh connection.
+            await using var use = await completions.OpenAsync(c);
+            var tx = new ClaimTransaction(use.Connection);
             try
             {
-                var rows = await LockForFinishAsync(tx, ids, c);
-                var outcomes = new FinishOutcome[leases.Count];
-                var done = new Dictionary<long, byte[]>();
-                var perJob = new Dictionary<long, int>();
-                for (var i = 0; i < leases.Count; i++)
-                {
-                    var l = leases[i];
-                    if (!rows.TryGetValue(l.ItemId, out var row))
-                    {
-                        outcomes[i] = FinishOutcome.NotFound;
-                    }
-                    else if (row.CompletedBy(l.Token) || (done.TryGetValue(row.Id, out var by) && CryptographicOperations.FixedTimeEquals(by, l.Token)))
-                    {
-                        // The same completion again (its answer was lost): confirmed, nothing written a second time.
-                        outcomes[i] = FinishOutcome.Done;
-                    }
-                    else if (!row.IsLiveLease(l.Token, now) || !done.TryAdd(row.Id, l.Token))
-                    {
-                        outcomes[i] = FinishOutcome.Stale;
-                    }
-                    else
-                    {
-                        outcomes[i] = FinishOutcome.Done;
-                        perJob[row.JobId] = perJob.GetValueOrDefault(row.JobId) + 1;
-                    }
-                }
-                // Each job's tenant, read back with the counters anyway, kept only for the spans.
-                var tenants = began is null ? null : new Dictionary<long, long>();
-                var (byTenant, dry) = done.Count > 0 ? await WriteCompletionsAsync(tx, done.Keys, perJob, now, tenants, c) : ([], []);
-                await tx.CommitAsync(c);
-                handouts?.Finished(done.Keys);
-                janitor.RanDry(dry);
-                if (began is { } at && tenants is not null)
-                {
-                    foreach (var id in done.Keys)
-                    {
-                        var row = rows[id];
-                        QueueTracing.Completed(at, id, row.JobId, tenants.GetValueOrDefault(row.JobId), row.Task, row.Attempt, row.Worker, done.Count);
-                    }
-                }
-                return (outcomes, byTenant);
+                return await CompleteOnAsync(tx, use, leases, c);
             }
-            catch
+            catch (Exception ex) when (use.Reused && !tx.CommitSent && ex is not OperationCanceledException)
             {
-                await tx.RollbackAsync();
-                throw;
+                await using var fresh = await completions.OpenFreshAsync(c);
+                return await CompleteOnAsync(new ClaimTransaction(fresh.Connection), fresh, leases, c);
             }
         }, ct);
+
+    private async Task<(FinishOutcome[] Outcomes, Dictionary<long, int> CompletionsByTenant)> CompleteOnAsync(ClaimTransaction tx, HeldConnection.Use use,
+        IReadOnlyList<LeaseRef> leases, CancellationToken c)
+    {
+        var began = QueueTracing.Begin();
+        var now = clock.GetUtcNow().UtcDateTime;
+        var ids = leases.Select(l => l.ItemId).Distinct().ToList();
+        try
+        {
+            var rows = await LockForFinishAsync(tx, ids, c);
+            var outcomes = new FinishOutcome[leases.Count];
+            var done = new Dictionary<long, byte[]>();
+            var perJob = new Dictionary<long, int>();
+            for (var i = 0; i < leases.Count; i++)
+            {
+                var l = leases[i];
+                if (!rows.TryGetValue(l.ItemId, out var row))
+                {
+                    outcomes[i] = FinishOutcome.NotFound;
+                }
+                else if (row.CompletedBy(l.Token) || (done.TryGetValue(row.Id, out var by) && CryptographicOperations.FixedTimeEquals(by, l.Token)))
+                {
+                    // The same completion again (its answer was lost): confirmed, nothing written a second time.
+                    outcomes[i] = FinishOutcome.Done;
+                }
+                else if (!row.IsLiveLease(l.Token, now) || !done.TryAdd(row.Id, l.Token))
+                {
+                    outcomes[i] = FinishOutcome.Stale;
+                }
+                else
+                {
+                    outcomes[i] = FinishOutcome.Done;
+                    perJob[row.JobId] = perJob.GetValueOrDefault(row.JobId) + 1;
+                }
+            }
+            // Each job's tenant, read back with the counters anyway, kept only for the spans.
+            var tenants = began is null ? null : new Dictionary<long, long>();
+            var (byTenant, dry) = done.Count > 0 ? await WriteCompletionsAsync(tx, done.Keys, perJob, now, tenants, c) : ([], []);
+            await tx.CommitAsync(c);
+            use.Keep();
+            handouts?.Finished(done.Keys);
+            janitor.RanDry(dry);
+            if (began is { } at && tenants is not null)
+            {
+                foreach (var id in done.Keys)
+                {
+                    var row = rows[id];
+                    QueueTracing.Completed(at, id, row.JobId, tenants.GetValueOrDefault(row.JobId), row.Task, row.Attempt, row.Worker, done.Count);
+                }
+            }
+            return (outcomes, byTenant);
+        }
+        catch
+        {
+            await tx.RollbackAsync();
+            throw;
+        }
+    }
 
     /// <summary>The items' rows, locked, by the statement that begins the transaction.</summary>
     private static async Task<Dictionary<long, FinishRow>> LockForFinishAsync(ClaimTransaction tx, List<long> ids, CancellationToken ct)
