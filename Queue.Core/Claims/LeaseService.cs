@@ -87,17 +87,9 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
             // (docs/DESIGN.md "Claim and completion round trips"). One kept from the last completion may have died
             // since (a restarted server); a failure before the COMMIT went out changed nothing, so it is made again on
             // a fresh connection.
-            await using var use = await completions.OpenAsync(c);
-            var tx = new ClaimTransaction(use.Connection);
-            try
-            {
-                return await CompleteOnAsync(tx, use, leases, c);
-            }
-            catch (Exception ex) when (use.Reused && !tx.CommitSent && ex is not OperationCanceledException)
-            {
-                await using var fresh = await completions.OpenFreshAsync(c);
-                return await CompleteOnAsync(new ClaimTransaction(fresh.Connection), fresh, leases, c);
-            }
+            ClaimTransaction? tx = null;
+            return await completions.RunAsync(use => CompleteOnAsync(tx = new ClaimTransaction(use.Connection), use, leases, c),
+                _ => tx?.CommitSent != true, c);
         }, ct);
 
     private async Task<(FinishOutcome[] Outcomes, Dictionary<long, int> CompletionsByTenant)> CompleteOnAsync(ClaimTransaction tx, HeldConnection.Use use,

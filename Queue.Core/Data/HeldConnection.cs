@@ -34,6 +34,28 @@ public sealed class HeldConnection(MySqlDataSource db) : IAsyncDisposable
         return await OpenFreshAsync(ct);
     }
 
+    /// <summary>
+    /// Runs <paramref name="work"/> over the held connection. When it fails on a connection kept from an earlier use, and
+    /// <paramref name="mayRedo"/> says that failure left nothing committed, it runs once more on a fresh connection: the
+    /// kept one may have died while it was idle. <paramref name="work"/> calls <see cref="Use.Keep"/> when it ends clean.
+    /// </summary>
+    public async Task<T> RunAsync<T>(Func<Use, Task<T>> work, Func<Exception, bool> mayRedo, CancellationToken ct)
+    {
+        await using (var use = await OpenAsync(ct))
+        {
+            try
+            {
+                return await work(use);
+            }
+            catch (Exception ex) when (use.Reused && ex is not OperationCanceledException && ex is not CommitOutcomeUnknownException && mayRedo(ex))
+            {
+                // Made again below, after this connection went back to the pool (which resets, or drops, it).
+            }
+        }
+        await using var fresh = await OpenFreshAsync(ct);
+        return await work(fresh);
+    }
+
     /// <summary>A use of a connection from the pool (reset, so known to work), kept afterwards like any other.</summary>
     public async Task<Use> OpenFreshAsync(CancellationToken ct) => new(this, await db.OpenConnectionAsync(ct), reused: false);
 
