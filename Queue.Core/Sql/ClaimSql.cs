@@ -191,7 +191,7 @@ public static class ClaimSql
     //      lanes are written as `task = @k AND job_id IN (...)`, one such term per distinct task (<see cref="InLanes"/>):
     //      point ranges of PRIMARY (or of ix_items_claim) that the range optimizer builds in time linear in the lanes. A
     //      `(job_id, task) IN ((...), ...)` row-constructor list cost it more than linearly (about 0.1 ms more at 32
-    //      pairs, 300 ms at 500) and was a sixth of mariadbd's CPU in a 16-worker drain (perf, 2026-11-29).
+    //      pairs, 300 ms at 500) and was 14 % of mariadbd's CPU in a 16-worker drain (perf, 2026-11-29).
 
     /// <summary>The lanes, each locked without waiting (a lane an upload or a rewrite holds is skipped: they set the hint themselves); the ones locked.</summary>
     public static string LockLanes(IReadOnlyList<string> tasks) => $"""

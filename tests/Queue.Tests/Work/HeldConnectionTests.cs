@@ -1,7 +1,7 @@
 using System.Net;
 using Dapper;
-using MySqlConnector;
 using Queue.Core.Data;
+using Queue.Tests.Infrastructure;
 using Queue.Tests.Scheduler;
 
 namespace Queue.Tests.Work;
@@ -79,15 +79,7 @@ public sealed class CompletionOverKilledConnectionTests(DirectClaimFixture fx) :
         Assert.Equal(HttpStatusCode.NoContent, (await WorkFixture.FinishAsync(http, first, "complete")).StatusCode);
         var second = await WorkFixture.ClaimOneAsync(http, new { tasks = new[] { "killed" } });
 
-        await using (var conn = await fx.DataSource.OpenConnectionAsync())
-        {
-            foreach (var id in await conn.QueryAsync<long>(
-                "SELECT id FROM information_schema.processlist WHERE db = DATABASE() AND id <> CONNECTION_ID()"))
-            {
-                await conn.ExecuteAsync($"KILL CONNECTION {id}");
-            }
-        }
-        MySqlConnection.ClearAllPools();
+        Assert.NotEqual(0, await ServerSessions.KillAllAsync(fx.DataSource));
 
         Assert.Equal(HttpStatusCode.NoContent, (await WorkFixture.FinishAsync(http, second, "complete")).StatusCode);
         Assert.Equal(2L, await fx.ScalarAsync<long>("SELECT items_done FROM jobs WHERE id = @Id", new { Id = job }));
