@@ -67,25 +67,13 @@ public sealed class ClaimEpoch(MySqlDataSource db) : IAsyncDisposable
         }
     }
 
-    private async Task<long> ReadOnceAsync()
+    /// <summary>A read writes nothing, so one that failed on a kept connection may always be made again.</summary>
+    private Task<long> ReadOnceAsync() => connection.RunAsync(async use =>
     {
-        try
-        {
-            return await ReadOverHeldAsync();
-        }
-        catch (Exception ex) when (ex is MySqlException or InvalidOperationException or IOException)
-        {
-            return await ReadOverHeldAsync();
-        }
-    }
-
-    private async Task<long> ReadOverHeldAsync()
-    {
-        await using var use = await connection.OpenAsync(CancellationToken.None);
         var epoch = await use.Connection.ExecuteScalarAsync<long>(ClaimSql.ReadEpoch);
         use.Keep();
         return epoch;
-    }
+    }, mayRedo: () => true, CancellationToken.None);
 
     public ValueTask DisposeAsync() => connection.DisposeAsync();
 

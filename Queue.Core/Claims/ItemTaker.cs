@@ -253,9 +253,10 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
         var rows = chunk.ToDictionary(k => (lanes[k].JobId, lanes[k].Task), _ => new List<LockedRow>());
         var read = 0;
         (long JobId, string Task) last = default;
-        await using (var cmd = new MySqlCommand(ClaimSql.LockLanesItemsAtOnce(chunk.Select(k => lanes[k].Task).ToList()), tx.Connection))
+        var chunkLanes = chunk.Select(k => (lanes[k].JobId, lanes[k].Task)).ToList();
+        await using (var cmd = new MySqlCommand(ClaimSql.LockLanesItemsAtOnce(chunkLanes.ConvertAll(l => l.Task)), tx.Connection))
         {
-            LaneCommand.AddLanes(cmd.Parameters, chunk.Select(k => (lanes[k].JobId, lanes[k].Task)).ToList());
+            LaneCommand.AddLanes(cmd.Parameters, chunkLanes);
             cmd.Parameters.AddWithValue("@Cap", cap);
             cmd.Parameters.AddWithValue("@Now", now);
             await using var reader = await tx.ReadAsync(cmd, ct);

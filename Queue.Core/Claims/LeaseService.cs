@@ -89,7 +89,7 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
             // a fresh connection.
             ClaimTransaction? tx = null;
             return await completions.RunAsync(use => CompleteOnAsync(tx = new ClaimTransaction(use.Connection), use, leases, c),
-                _ => tx?.CommitSent != true, c);
+                () => tx?.CommitSent != true, c);
         }, ct);
 
     private async Task<(FinishOutcome[] Outcomes, Dictionary<long, int> CompletionsByTenant)> CompleteOnAsync(ClaimTransaction tx, HeldConnection.Use use,

@@ -10,8 +10,7 @@ namespace Queue.Core.Data;
 /// resets it before its next use, and the next use takes a fresh one. A second use while the first runs takes its own
 /// connection from the pool. A kept connection idle for a while is pinged before use, as the pool would, so a server
 /// restart or an idle timeout costs a ping, not a failed use. A connection that died sooner fails its next use: a use
-/// that can be made again safely (nothing committed yet) makes it again on <see cref="OpenFreshAsync"/> when
-/// <see cref="Use.Reused"/>.
+/// that can be made again safely (nothing committed yet) is made again on a fresh connection by <see cref="RunAsync"/>.
 /// </summary>
 public sealed class HeldConnection(MySqlDataSource db) : IAsyncDisposable
 {
@@ -39,7 +38,7 @@ public sealed class HeldConnection(MySqlDataSource db) : IAsyncDisposable
     /// <paramref name="mayRedo"/> says that failure left nothing committed, it runs once more on a fresh connection: the
     /// kept one may have died while it was idle. <paramref name="work"/> calls <see cref="Use.Keep"/> when it ends clean.
     /// </summary>
-    public async Task<T> RunAsync<T>(Func<Use, Task<T>> work, Func<Exception, bool> mayRedo, CancellationToken ct)
+    public async Task<T> RunAsync<T>(Func<Use, Task<T>> work, Func<bool> mayRedo, CancellationToken ct)
     {
         await using (var use = await OpenAsync(ct))
         {
@@ -47,7 +46,7 @@ public sealed class HeldConnection(MySqlDataSource db) : IAsyncDisposable
             {
                 return await work(use);
             }
-            catch (Exception ex) when (use.Reused && ex is not OperationCanceledException && ex is not CommitOutcomeUnknownException && mayRedo(ex))
+            catch (Exception ex) when (use.Reused && ex is not OperationCanceledException && ex is not CommitOutcomeUnknownException && mayRedo())
             {
                 // Made again below, after this connection went back to the pool (which resets, or drops, it).
             }
@@ -57,7 +56,7 @@ public sealed class HeldConnection(MySqlDataSource db) : IAsyncDisposable
     }
 
     /// <summary>A use of a connection from the pool (reset, so known to work), kept afterwards like any other.</summary>
-    public async Task<Use> OpenFreshAsync(CancellationToken ct) => new(this, await db.OpenConnectionAsync(ct), reused: false);
+    private async Task<Use> OpenFreshAsync(CancellationToken ct) => new(this, await db.OpenConnectionAsync(ct), reused: false);
 
     public async ValueTask DisposeAsync()
     {
