@@ -157,6 +157,53 @@ internal sealed class ClaimAheadBuffer(IReadOnlyList<string> tasks)
         return byTenant.TryGetValue(tenant, out var queue) && queue.TryDequeue(out var held, out _) ? Out(held, turns) : null;
     }
 
+    /// <summary>
+    /// How many of <paramref name="callers"/> callers waiting on a claim transaction <paramref name="tenant"/>'s held
+    /// items serve now, the rest getting what the transaction brings: by stride, the tenant against the earliest turn
+    /// among the others this filter knows with work (held here, or seen waiting in the database), or against a newcomer's
+    /// turn (<see cref="ILaneSelector.TurnOfNewcomer"/>) when it knows none, since the transaction may be bringing a
+    /// tenant no claim has shown yet. At least one, at most what is held. Charges nothing: <see cref="TakeOf"/> does.
+    /// </summary>
+    public int ParkedShareOf(long tenant, int callers, ILaneSelector turns)
+    {
+        var held = byTenant.TryGetValue(tenant, out var own) ? own.Count : 0;
+        if (callers == 0 || held == 0)
+        {
+            return 0;
+        }
+        if (TurnOf(tenant, turns) is not { } mine)
+        {
+            return 1;
+        }
+        var (rival, rivalStep) = (double.MaxValue, 1.0);
+        foreach (var t in Waiting.Concat(byTenant.Where(b => b.Value.Count > 0).Select(b => b.Key)).Where(t => t != tenant).Distinct())
+        {
+            var heldOf = byTenant.TryGetValue(t, out var q) && q.Count > 0;
+            if (TurnOf(t, turns, inDatabase: !heldOf) is { } turn && turn < rival)
+            {
+                (rival, rivalStep) = (turn, turns.TurnLength(t));
+            }
+        }
+        if (rival == double.MaxValue)
+        {
+            rival = turns.TurnOfNewcomer() ?? mine;
+        }
+        var (step, n) = (turns.TurnLength(tenant), 1);
+        mine += step;
+        for (var k = 1; k < callers && n < held; k++)
+        {
+            if (mine <= rival)
+            {
+                (mine, n) = (mine + step, n + 1);
+            }
+            else
+            {
+                rival += rivalStep;
+            }
+        }
+        return n;
+    }
+
     /// <summary>Whether a job with <paramref name="tasks"/> is this filter's work: an empty filter takes every task.</summary>
     public bool Covers(IReadOnlyList<string> tasks) => Tasks.Count == 0 || tasks.All(t => Tasks.Contains(t, StringComparer.Ordinal));
 

@@ -78,11 +78,10 @@ public sealed partial class ClaimDispatcher : INewWorkIntake
     /// <summary>
     /// Callers waiting on a claim transaction that began before this job committed would get their first chance at it
     /// only after that transaction and their next call: a flood's first claims took 30-40 ms, and the small job sent
-    /// with them waited 55-70 ms for its first item while it sat in the buffer. So one of them gets the job's first
-    /// item now. Only one: the transaction brings the other tenants' items to the rest, so the new tenant takes one
-    /// turn of theirs, as it would at the next claim (level with them, FairShare); the item the transaction took for
-    /// the caller served here goes back, as for a caller who left. The claim epoch is read first, as before
-    /// any answer from memory, so a cancel or block that committed since is never outrun.
+    /// with them waited 55-70 ms for its first item while it sat in the buffer. So the new tenant's items go to them
+    /// now, by turn (<see cref="ClaimAheadBuffer.ParkedShareOf"/>): the transaction brings the other tenants' items to
+    /// the rest. The items the transaction took for the callers served here go back, as for callers who left. The claim
+    /// epoch is read first, as before any answer from memory, so a cancel or block that committed since is never outrun.
     /// </summary>
     private async Task ServeParkedAsync(ClaimAheadBuffer ahead, long tenant, CancellationToken ct)
     {
@@ -104,30 +103,38 @@ public sealed partial class ClaimDispatcher : INewWorkIntake
             // transaction's answer, and the job's items are handed out from the buffer by turn.
             return;
         }
-        Waiter? served = null;
-        List<TakenItem>? given = null;
+        var served = new List<(Waiter Waiter, TakenItem Item)>();
         lock (gate)
         {
             var now = clock.GetUtcNow().UtcDateTime;
             // New work signalled meanwhile does not matter here, as it does for an answer from memory: the transaction
             // the callers wait on serves the database's order to the rest of them.
-            if (epoch > ahead.Epoch || !ahead.HoldsFreshOf(tenant, now)
-                || !parked.TryGetValue(ahead, out var waiting))
+            if (epoch > ahead.Epoch || !parked.TryGetValue(ahead, out var waiting))
             {
                 return;
             }
-            // The longest waiting first; the state is claimed before the item leaves the buffer, so a caller who gives up
-            // meanwhile never takes it with him.
-            served = waiting.FirstOrDefault(w => Interlocked.CompareExchange(ref w.State, Assigned, Pending) == Pending);
-            if (served is null)
+            var pending = waiting.FindAll(w => Volatile.Read(ref w.State) == Pending);
+            var share = ahead.ParkedShareOf(tenant, pending.Count, turns);
+            // The longest waiting first; each caller's state is claimed before the item leaves the buffer, so a caller
+            // who gives up meanwhile never takes it with him.
+            foreach (var w in pending)
             {
-                return;
+                if (served.Count == share || !ahead.HoldsFreshOf(tenant, now))
+                {
+                    break;
+                }
+                if (Interlocked.CompareExchange(ref w.State, Assigned, Pending) == Pending)
+                {
+                    // Held and fresh, checked just above under this lock with the same clock reading, so never null.
+                    served.Add((w, LeaseOut(ahead.TakeOf(tenant, turns)!, w.Request, now)));
+                }
             }
-            // Held and fresh, checked above under this lock with the same clock reading, so never empty.
-            given = ahead.TakeOf(tenant, turns) is { } b ? [LeaseOut(b, served.Request, now)] : [];
         }
-        CountClaimed(served.Request.Worker, given);
-        served.Result.TrySetResult(given);
+        foreach (var (w, item) in served)
+        {
+            CountClaimed(w.Request.Worker, [item]);
+            w.Result.TrySetResult([item]);
+        }
     }
 
     [LoggerMessage(EventId = 3010, Level = LogLevel.Warning, Message = "{Count} items of a new job whose claim-ahead filter was gone could not be given back; they come back when their reservations fall due")]

@@ -54,6 +54,12 @@ public interface ILaneSelector
     /// </summary>
     double? TurnInDatabaseOf(long tenantId) => TurnOf(tenantId);
 
+    /// <summary>
+    /// Where a tenant no claim has seen yet would be ranked when its work shows up (a fair policy: the others' level less
+    /// the return credit); null when the policy takes no turns.
+    /// </summary>
+    double? TurnOfNewcomer() => null;
+
     /// <summary>How far one item handed to <paramref name="tenantId"/> moves its <see cref="TurnOf"/>.</summary>
     double TurnLength(long tenantId) => 1;
 

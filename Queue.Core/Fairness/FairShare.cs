@@ -52,6 +52,18 @@ public sealed class FairShare(double returnCredit = 0)
         }
     }
 
+    /// <summary>The pass a tenant with no pass yet would be ranked at (<see cref="PassOf"/> of an unknown tenant).</summary>
+    public double NewcomerPass
+    {
+        get
+        {
+            lock (gate)
+            {
+                return Math.Max(0, Floor);
+            }
+        }
+    }
+
     /// <summary>
     /// A tenant's own pass, not lifted to the virtual time: its turn for items the claim-ahead buffer holds for it.
     /// The selector sees only the database, so while a tenant's work waits in memory it looks idle there and the

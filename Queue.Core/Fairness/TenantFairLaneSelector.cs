@@ -108,6 +108,8 @@ public sealed class TenantFairLaneSelector(FairShare fair, TimeProvider clock) :
 
     public double? TurnInDatabaseOf(long tenantId) => fair.PassOf(tenantId);
 
+    public double? TurnOfNewcomer() => fair.NewcomerPass;
+
     public double TurnLength(long tenantId) => 1.0 / Weight(tenantId);
 
     public bool TakesTurns => true;

@@ -78,6 +78,52 @@ public sealed class ClaimAheadTurnTests
         Assert.Equal(Flood, inDatabase);
     }
 
+    [Fact]
+    public void Callers_waiting_on_a_claim_transaction_are_shared_by_turn_between_a_new_tenant_and_the_one_in_the_database()
+    {
+        var (buffer, turns) = SmallHeldFloodWaiting();
+        turns.Passes[Small] = 0;
+
+        // Small 0 takes the first caller (ties go to it: its items are here), the flood at 0 the second, then small 1,
+        // flood 1, small 2: three of five, and never more than the three it holds.
+        Assert.Equal(3, buffer.ParkedShareOf(Small, 5, turns));
+        Assert.Equal(2, buffer.ParkedShareOf(Small, 3, turns));
+        Assert.Equal(3, buffer.ParkedShareOf(Small, 8, turns));
+    }
+
+    [Fact]
+    public void A_new_tenant_with_credit_left_takes_the_waiting_callers_ahead_of_the_tenant_in_the_database()
+    {
+        var (buffer, turns) = SmallHeldFloodWaiting();
+        turns.Passes[Small] = -3;
+
+        Assert.Equal(3, buffer.ParkedShareOf(Small, 3, turns));
+    }
+
+    [Fact]
+    public void A_new_tenant_behind_the_tenant_in_the_database_still_takes_one_waiting_caller()
+    {
+        var (buffer, turns) = SmallHeldFloodWaiting();
+        turns.Passes[Small] = 5;
+
+        Assert.Equal(1, buffer.ParkedShareOf(Small, 4, turns));
+    }
+
+    [Fact]
+    public void With_no_other_tenant_known_the_new_tenant_shares_the_waiting_callers_with_a_newcomers_turn()
+    {
+        var turns = new Turns { Newcomer = 0 };
+        turns.Passes[Small] = 0;
+        var buffer = new ClaimAheadBuffer(["turns"]);
+        for (var id = 1; id <= 6; id++)
+        {
+            buffer.Add(new TakenItem(id, 10, Small, id, "turns", 0, [1], Now.AddSeconds(30), Reservation: true), Now.AddSeconds(1), 0, byTenants: true);
+        }
+
+        Assert.Equal(3, buffer.ParkedShareOf(Small, 6, turns));
+        Assert.Equal(0, buffer.ParkedShareOf(Flood, 6, turns));
+    }
+
     /// <summary>
     /// The small tenant's items held, its turn at 0.5; the flood seen by the last claim with work in the database and
     /// nothing held, its turn at 0.
@@ -115,6 +161,11 @@ public sealed class ClaimAheadTurnTests
         public double? TurnInDatabaseOf(long tenantId) => Math.Max(Passes.GetValueOrDefault(tenantId), Floor);
 
         public double TurnLength(long tenantId) => 1.0 / Weights.GetValueOrDefault(tenantId, 1);
+
+        /// <summary>Where a tenant no claim has seen would be ranked; null: the default, as a policy without one.</summary>
+        public double? Newcomer { get; set; }
+
+        public double? TurnOfNewcomer() => Newcomer;
 
         public bool TakesTurns => true;
     }
