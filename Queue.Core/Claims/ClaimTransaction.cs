@@ -15,7 +15,9 @@ namespace Queue.Core.Claims;
 /// these statements opened. Whoever runs a claim must call <see cref="RollbackAsync"/> when it fails, before the
 /// connection goes back to the pool; a ROLLBACK after a COMMIT that went through changes nothing.
 /// </remarks>
-internal sealed class ClaimTransaction(MySqlConnection connection)
+/// <param name="isolationSet">The session's level is READ COMMITTED already: the connection was kept, not reset, since a
+/// transaction of this kind set it (<see cref="Data.HeldConnection.Use.Reused"/>), so the begin leaves it out.</param>
+internal sealed class ClaimTransaction(MySqlConnection connection, bool isolationSet = false)
 {
     /// <summary>
     /// The session's level, as the driver's own begin sets it, whatever the server's default is. Not the next-transaction
@@ -79,7 +81,7 @@ internal sealed class ClaimTransaction(MySqlConnection connection)
     {
         if (!begun)
         {
-            command.CommandText = Isolation + ";\n" + Start + ";\n" + command.CommandText;
+            command.CommandText = (isolationSet ? "" : Isolation + ";\n") + Start + ";\n" + command.CommandText;
             begun = true;
         }
     }
@@ -90,7 +92,10 @@ internal sealed class ClaimTransaction(MySqlConnection connection)
         if (!begun)
         {
             batch.BatchCommands.Insert(0, new MySqlBatchCommand(Start));
-            batch.BatchCommands.Insert(0, new MySqlBatchCommand(Isolation));
+            if (!isolationSet)
+            {
+                batch.BatchCommands.Insert(0, new MySqlBatchCommand(Isolation));
+            }
             begun = true;
         }
     }

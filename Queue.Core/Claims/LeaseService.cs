@@ -88,7 +88,8 @@ public sealed class LeaseService(MySqlDataSource db, TimeProvider clock, LaneJan
             // since (a restarted server); a failure before the COMMIT went out changed nothing, so it is made again on
             // a fresh connection.
             ClaimTransaction? tx = null;
-            return await completions.RunAsync(use => CompleteOnAsync(tx = new ClaimTransaction(use.Connection), use, leases, c),
+            // Only completions use this connection, so one kept from an earlier completion has its level set already.
+            return await completions.RunAsync(use => CompleteOnAsync(tx = new ClaimTransaction(use.Connection, isolationSet: use.Reused), use, leases, c),
                 () => tx?.CommitSent != true, c);
         }, ct);
 

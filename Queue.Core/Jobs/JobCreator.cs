@@ -43,18 +43,17 @@ public sealed record CreatedJob(long JobId, DateTime CreatedAt, IReadOnlyList<Cr
 /// </summary>
 public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingLanes lanes, INewWorkIntake intake, TenantCache tenants, WorkSignal signal)
 {
-    public async Task<CreatedJob[]> CreateAsync(IReadOnlyList<PendingJob> jobs, CancellationToken ct)
-    {
-        var results = await InsertAsync(jobs, ct);
-        return await WithPositionsAsync(jobs, results, ct);
-    }
+    public Task<CreatedJob[]> CreateAsync(IReadOnlyList<PendingJob> jobs, CancellationToken ct) => InsertAsync(jobs, ct);
 
     /// <summary>
-    /// The group's positions, after its commit and outside its retry (a retry would create the jobs again): one dive
-    /// and at most one walk for the whole group instead of one of each per job (docs/DESIGN.md "Position at depth").
-    /// The jobs are committed whatever happens here, so a failure only leaves each status to read its own.
+    /// The group's positions, read after its commit on the connection that made it (a pooled connection of its own cost
+    /// the pool's reset, two round trips, per group), and outside the retry: a failure here is caught, never retried,
+    /// since a retry would create the jobs again. One dive and at most one walk for the whole group instead of one of
+    /// each per job (docs/DESIGN.md "Position at depth"). The jobs are committed whatever happens here, so a failure
+    /// only leaves each status to read its own.
     /// </summary>
-    private async Task<CreatedJob[]> WithPositionsAsync(IReadOnlyList<PendingJob> jobs, CreatedJob[] results, CancellationToken ct)
+    private static async Task<CreatedJob[]> WithPositionsAsync(MySqlConnection conn, IReadOnlyList<PendingJob> jobs, CreatedJob[] results, DateTime now,
+        CancellationToken ct)
     {
         var placed = results.Select((r, i) => (r, i))
             .Where(x => x.r.Value is not null && !x.r.Blocked && jobs[x.i].ItemCount > 0)
@@ -66,8 +65,7 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
         }
         try
         {
-            await using var conn = await db.OpenConnectionAsync(ct);
-            var ahead = await QueuePosition.OfNewJobsAsync(conn, placed, clock.GetUtcNow().UtcDateTime, ct);
+            var ahead = await QueuePosition.OfNewJobsAsync(conn, placed, now, ct);
             return results.Select(r => ahead.TryGetValue(r.JobId, out var a) ? r with { Ahead = a } : r).ToArray();
         }
         catch (Exception ex) when (ex is MySqlException or IOException or InvalidOperationException or System.Net.Sockets.SocketException)
@@ -80,7 +78,7 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
     private async Task<CreatedJob[]> InsertAsync(IReadOnlyList<PendingJob> jobs, CancellationToken ct)
     {
         var offers = await OffersAsync(jobs, ct);
-        var (results, held, epoch) = await Retry.OnDeadlockAsync(async c =>
+        return await Retry.OnDeadlockAsync(async c =>
         {
             // DATETIME(6) keeps microseconds: the answer shows the instant as stored.
             var now = clock.GetUtcNow().UtcDateTime;
@@ -125,17 +123,18 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
             signal.Holding(held.Max(h => h?.Items.Select(i => i.Id).DefaultIfEmpty(0).Max() ?? 0));
             // A COMMIT without an answer is checked, not redone: the group's jobs would exist twice.
             await CommitCheck.CommitAsync(tx, db, session, JobSql.JobLanded, new { Id = ids[0] });
-            return (results, held, epoch);
-        }, ct);
-        for (var i = 0; i < held.Length; i++)
-        {
-            if (held[i] is { } items)
+            // Committed: nothing below may throw into the retry, which would create the jobs again. The held items
+            // reach the buffer before the positions are read, so a small job's first caller does not wait for that read.
+            for (var i = 0; i < held.Length; i++)
             {
-                await intake.AdoptAsync(offers[i]!.Filter, items, epoch, CancellationToken.None);
-                results[i] = results[i] with { Held = true };
+                if (held[i] is { } items)
+                {
+                    await intake.AdoptAsync(offers[i]!.Filter, items, epoch, CancellationToken.None);
+                    results[i] = results[i] with { Held = true };
+                }
             }
-        }
-        return results;
+            return await WithPositionsAsync(conn, jobs, results, clock.GetUtcNow().UtcDateTime, c);
+        }, ct);
     }
 
     /// <summary>
