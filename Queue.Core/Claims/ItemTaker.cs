@@ -85,37 +85,24 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
         {
             locked.AddRange(await LockItemsAsync(tx, groups.GetRange(1, groups.Count - 1), wanted - headRows, now, skipped, ct));
         }
-        // What each tenant with a quota may still take this round, whatever number of its lanes the round offers.
-        var quotas = fresh.Where(l => l.Quota is not null).GroupBy(l => l.TenantId).ToDictionary(g => g.Key, g => g.First().Quota!.Value);
         for (var gi = 0; gi < locked.Count && !walk.Full; gi++)
         {
-            await TakeGroupAsync(tx, groups[gi], locked[gi], skipped, quotas, walk, now, ct);
+            await TakeGroupAsync(tx, groups[gi], locked[gi], skipped, walk, now, ct);
         }
         return true;
     }
 
     /// <summary>
-    /// Takes the locked rows of one lane group, lowest id first. A lane whose tenant used up its quota (here or in its
-    /// earlier lanes of the round) before the lane was drained stays unvisited, so the selector is asked again after
-    /// this round (it may offer the lane again); the round itself goes on through the other lanes, so that a selector
-    /// can hand out one round of quotas across many tenants per query (tenant-fair).
+    /// Takes the locked rows of one lane group, lowest id first. A lane that used up its quota stays unvisited, so the
+    /// selector is asked again after this round (it may offer the lane again); the round itself goes on through the
+    /// other lanes, so that a selector can hand out one round of quotas across many tenants per query (tenant-fair).
     /// A lane in <paramref name="skipped"/> was not read (the lanes before it had enough): it stays unvisited, and is
     /// not taken for drained.
     /// </summary>
     private async Task TakeGroupAsync(ClaimTransaction tx, List<Lane> group, List<List<LockedRow>> locked,
-        HashSet<(long JobId, string Task)> skipped, Dictionary<long, int> quotas, Walk walk, DateTime now, CancellationToken ct)
+        HashSet<(long JobId, string Task)> skipped, Walk walk, DateTime now, CancellationToken ct)
     {
         var want = LimitOf(group[0], walk.Wanted);
-        var quotaLeft = group[0].Quota is null ? (int?)null : quotas[group[0].TenantId];
-        if (quotaLeft is { } left)
-        {
-            if (left <= 0)
-            {
-                // The tenant's earlier lanes of this round used its quota: this one stays unvisited, as if unread.
-                return;
-            }
-            want = Math.Min(want, left);
-        }
         var rows = new List<LockedRow>();
         var read = new List<Lane>(group.Count);
         for (var k = 0; k < group.Count; k++)
@@ -125,7 +112,7 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
                 continue;
             }
             read.Add(group[k]);
-            if (group[k].Quota is null)
+            if (group[k].Quota is not { } q || locked[k].Count < q)
             {
                 walk.Visited.Add((group[k].JobId, group[k].Task));
             }
@@ -136,16 +123,6 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
             rows.Sort(static (a, b) => a.Id.CompareTo(b.Id));
         }
         var used = Math.Min(want, rows.Count);
-        if (quotaLeft is not null)
-        {
-            quotas[group[0].TenantId] -= used;
-            // A lane with a quota is a group of its own. Drained when it showed no more than it gives now (it was asked
-            // for one row more than it could give); otherwise it may be offered again after this round.
-            if (read.Count > 0 && rows.Count <= used)
-            {
-                walk.Visited.Add((group[0].JobId, group[0].Task));
-            }
-        }
         var leases = 0;
         foreach (var row in rows.Take(used))
         {

@@ -6,10 +6,9 @@ namespace Queue.Core.Claims;
 
 /// <summary>One (job, task) lane of the ordering, as a selector hands it to the claim engine.</summary>
 /// <param name="Quota">
-/// How many items the engine may take in one round from this lane's tenant, across all of the round's lanes of that
-/// tenant that have a quota (a selector gives them all the same one); null means no limit. A lane that used up its
-/// quota, or was not reached before its tenant's did, may be offered again when the engine asks the selector after the
-/// round. A fair selector uses it to keep its shares item by item even when one transaction claims for many workers.
+/// How many items the engine may take from this lane in one round; null means no limit. A lane that used up its quota
+/// may be offered again when the engine asks the selector after the round. A fair selector uses it to keep its shares
+/// item by item even when one transaction claims for many workers.
 /// </param>
 /// <param name="Override">A technician's override lane: served before every tenant's turn, here and in the claim-ahead buffer.</param>
 public sealed record Lane(long JobId, string Task, long TenantId, long Value, int? Quota = null, bool Override = false);

@@ -63,14 +63,14 @@ public sealed class TenantFairLaneSelector(FairShare fair, TimeProvider clock) :
             return lanes;
         }
 
-        var heads = new Dictionary<long, List<Lane>>();
+        var heads = new Dictionary<long, Lane>();
         var ranked = fair.Rank(tenants);
         for (var i = 0; i < ranked.Count && heads.Count < FairnessSql.HeadsPerQuery; i += FairnessSql.HeadsPerQuery)
         {
             var chunk = ranked.Skip(i).Take(FairnessSql.HeadsPerQuery).ToList();
-            foreach (var own in await HeadsAsync(conn, chunk, query, ct))
+            foreach (var head in await HeadsAsync(conn, chunk, query, ct))
             {
-                heads[own[0].TenantId] = own;
+                heads[head.TenantId] = head;
             }
         }
         var backlogged = ranked.Where(heads.ContainsKey).ToList();
@@ -97,7 +97,7 @@ public sealed class TenantFairLaneSelector(FairShare fair, TimeProvider clock) :
         var picks = Math.Max(backlogged.Sum(Weight), query.Wanted);
         foreach (var (tenant, count) in fair.Plan(backlogged, Weight, picks))
         {
-            lanes.AddRange(heads[tenant].Select(l => l with { Quota = count }));
+            lanes.Add(heads[tenant] with { Quota = count });
         }
         return lanes;
     }
@@ -168,22 +168,14 @@ public sealed class TenantFairLaneSelector(FairShare fair, TimeProvider clock) :
     private const int MaxSkippedHeads = 32;
 
     /// <summary>
-    /// Lanes offered per tenant in one round, all under the tenant's one quota (<see cref="Lane.Quota"/>). With one lane
-    /// each, a tenant whose jobs are smaller than its quota took one job per round: the first claim of a flood of
-    /// 10-item jobs beside a small job, reserving 27 of the flood's items, ran five rounds (four or five round trips each)
-    /// while every worker waited on it.
+    /// Each tenant's first claimable lane in seed order (across the worker's tasks) that this claim has not visited yet,
+    /// for up to eight tenants.
     /// </summary>
-    private const int LanesPerTenant = 4;
-
-    /// <summary>
-    /// Each tenant's first <see cref="LanesPerTenant"/> claimable lanes in seed order (across the worker's tasks) that
-    /// this claim has not visited yet, for up to eight tenants; a list per tenant with any.
-    /// </summary>
-    private static async Task<List<List<Lane>>> HeadsAsync(MySqlConnection conn, List<long> chunk, LaneQuery query, CancellationToken ct)
+    private static async Task<List<Lane>> HeadsAsync(MySqlConnection conn, List<long> chunk, LaneQuery query, CancellationToken ct)
     {
         var visited = query.Visited;
         var args = new DynamicParameters();
-        args.Add("Per", LanesPerTenant + Math.Min(visited?.Count ?? 0, MaxSkippedHeads));
+        args.Add("Per", 1 + Math.Min(visited?.Count ?? 0, MaxSkippedHeads));
         for (var k = 0; k < FairnessSql.HeadsPerQuery; k++)
         {
             args.Add("T" + k.ToString(System.Globalization.CultureInfo.InvariantCulture), k < chunk.Count ? chunk[k] : -1L);
@@ -204,7 +196,7 @@ public sealed class TenantFairLaneSelector(FairShare fair, TimeProvider clock) :
         }
         found.RemoveAll(l => visited?.Contains((l.JobId, l.Task)) == true);
         found.Sort(SeedOrder);
-        return found.GroupBy(l => l.TenantId).Select(g => g.Take(LanesPerTenant).ToList()).ToList();
+        return found.GroupBy(l => l.TenantId).Select(g => g.First()).ToList();
     }
 
     private static int SeedOrder(Lane a, Lane b) =>
