@@ -20,8 +20,11 @@ internal sealed class ClaimGroup(string key, IReadOnlyList<string> tasks, IReadO
     /// <summary>What each caller gets, by position in the requests.</summary>
     public List<TakenItem>[] Results { get; } = requests.Select(_ => new List<TakenItem>()).ToArray();
 
+    /// <summary>The transaction's order for these callers. Asked again, it starts over: the slots' owners are kept
+    /// once, so <see cref="Share"/> never hands a caller a reservation meant for the buffer.</summary>
     public ClaimOrder Order(DateTime now, ClaimOptions o)
     {
+        slotOwners.Clear();
         var slots = new List<ClaimSlot>();
         for (var i = 0; i < requests.Count; i++)
         {
