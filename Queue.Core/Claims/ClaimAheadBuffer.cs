@@ -176,10 +176,10 @@ internal sealed class ClaimAheadBuffer(IReadOnlyList<string> tasks)
             return 1;
         }
         var (rival, rivalStep) = (double.MaxValue, 1.0);
-        foreach (var t in Waiting.Concat(byTenant.Where(b => b.Value.Count > 0).Select(b => b.Key)).Where(t => t != tenant).Distinct())
+        var heldTenants = HeldTenants();
+        foreach (var t in Waiting.Concat(heldTenants).Where(t => t != tenant).Distinct())
         {
-            var heldOf = byTenant.TryGetValue(t, out var q) && q.Count > 0;
-            if (TurnOf(t, turns, inDatabase: !heldOf) is { } turn && turn < rival)
+            if (TurnOf(t, turns, inDatabase: !heldTenants.Contains(t)) is { } turn && turn < rival)
             {
                 (rival, rivalStep) = (turn, turns.TurnLength(t));
             }

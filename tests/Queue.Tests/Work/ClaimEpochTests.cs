@@ -19,10 +19,7 @@ public sealed class ClaimEpochTests
         await using var epochs = new ClaimEpoch(db.DataSource);
         var before = await epochs.ReadAsync();
 
-        await using (var conn = await db.DataSource.OpenConnectionAsync())
-        {
-            await conn.ExecuteAsync(ClaimSql.BumpEpoch);
-        }
+        await BumpAsync(db);
 
         Assert.Equal(before + 1, await epochs.ReadAsync());
     }
@@ -35,11 +32,15 @@ public sealed class ClaimEpochTests
         var before = await epochs.ReadAsync();
 
         Assert.NotEqual(0, await ServerSessions.KillAllAsync(db.DataSource));
-        await using (var conn = await db.DataSource.OpenConnectionAsync())
-        {
-            await conn.ExecuteAsync(ClaimSql.BumpEpoch);
-        }
+        await BumpAsync(db);
 
         Assert.Equal(before + 1, await epochs.ReadAsync());
+    }
+
+    /// <summary>A cancel's or an override's bump of the epoch, committed on a pooled connection of its own.</summary>
+    private static async Task BumpAsync(FreshDatabase db)
+    {
+        await using var conn = await db.DataSource.OpenConnectionAsync();
+        await conn.ExecuteAsync(ClaimSql.BumpEpoch);
     }
 }
