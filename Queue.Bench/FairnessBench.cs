@@ -197,10 +197,8 @@ public static class FairnessBench
 
         foreach (var w in windows.Where(w => w.Jain < 0.9).OrderBy(w => w.Jain).Take(3))
         {
-            // Two tenants: J = n^2 / (2 (x_a^2 + x_b^2)) gives the split of the window's n handouts.
-            var minority = (w.Claims - Math.Sqrt((w.Claims * w.Claims / w.Jain) - (w.Claims * w.Claims))) / 2;
             Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
-                $"  window at {w.Start:F0} s: Jain {w.Jain:F2}, {w.Claims} handouts while both waited, {minority:F0} to one tenant"));
+                $"  window at {w.Start:F0} s: Jain {w.Jain:F2}, {w.Claims} handouts while both waited: {w.Split}"));
         }
 
         var drains = floods.Select(f => FairnessFigures.Drain(a, f.Jobs, f.Claims, f.Completions)).ToList();

@@ -1,3 +1,5 @@
+using System.Globalization;
+
 namespace Queue.Bench;
 
 /// <summary>A job as its submitter saw it; times are seconds since the run's origin, on the load generator's clock.</summary>
@@ -130,13 +132,13 @@ public static class FairnessFigures
     /// x_t = handouts_t / weight_t, J = (sum x)^2 / (n * sum x^2): 1 when the shares follow the weights, 1/n when one
     /// tenant took everything. Windows with fewer than <paramref name="minClaims"/> such handouts say nothing and are skipped.
     /// </summary>
-    public static List<(double Start, double Jain, int Claims)> JainPerWindow(IReadOnlyDictionary<string, double> weights, IReadOnlyList<FairJob> jobs,
+    public static List<(double Start, double Jain, int Claims, string Split)> JainPerWindow(IReadOnlyDictionary<string, double> weights, IReadOnlyList<FairJob> jobs,
         IReadOnlyList<FairClaim> claims, double window = 1.0, int minClaims = 10)
     {
         var handouts = FirstHandouts(claims);
         var ready = weights.Keys.ToDictionary(t => t, t => ReadyIntervals(t, jobs, handouts), StringComparer.Ordinal);
         var backlogged = handouts.Where(c => weights.ContainsKey(c.Tenant) && ready.Values.All(r => Within(r, c.At)));
-        var result = new List<(double, double, int)>();
+        var result = new List<(double, double, int, string)>();
         foreach (var w in backlogged.GroupBy(c => Math.Floor(c.At / window)).OrderBy(g => g.Key))
         {
             var n = w.Count();
@@ -146,7 +148,10 @@ public static class FairnessFigures
             }
             var x = weights.Select(t => w.Count(c => c.Tenant == t.Key) / t.Value).ToArray();
             var sum = x.Sum();
-            result.Add((w.Key * window, sum * sum / (x.Length * x.Sum(v => v * v)), n));
+            // Who got the window's handouts, and when the first and last of them came: a window under 0.9 says which way.
+            var split = string.Join(", ", weights.Keys.Select(t => $"{t} {w.Count(c => c.Tenant == t)}")) +
+                string.Create(CultureInfo.InvariantCulture, $" between {w.Min(c => c.At):F3} and {w.Max(c => c.At):F3} s");
+            result.Add((w.Key * window, sum * sum / (x.Length * x.Sum(v => v * v)), n, split));
         }
         return result;
     }
