@@ -91,6 +91,15 @@ public sealed partial class ClaimDispatcher
     /// </summary>
     internal int TransactionsRunning => Volatile.Read(ref transactionsRunning);
 
+    /// <summary>Items held for <paramref name="request"/>'s task filter (tests).</summary>
+    internal int BufferedFor(ClaimRequest request)
+    {
+        lock (gate)
+        {
+            return aheads.TryGet(request.Key, out var ahead) ? ahead.Count : 0;
+        }
+    }
+
     /// <summary>Items held claimed-ahead in memory right now (all task filters).</summary>
     public int Buffered
     {
@@ -119,11 +128,12 @@ public sealed partial class ClaimDispatcher
     public async Task<IReadOnlyList<TakenItem>> ClaimAsync(ClaimRequest request, CancellationToken ct)
     {
         var began = QueueTracing.Begin();
-        if (await HandOutAsync(request, ct) is { } ready)
+        var (ready, promised) = await HandOutAsync(request, ct);
+        if (ready is not null)
         {
             return Traced(began, request, ready);
         }
-        var w = new Waiter(request);
+        var w = new Waiter(request) { Promised = promised };
         callers.Enter();
         try
         {
@@ -327,6 +337,20 @@ public sealed partial class ClaimDispatcher
                 foreach (var w in byKey)
                 {
                     want += w.Request.Max;
+                    if (w.Promised is { } p)
+                    {
+                        // Promised a tenant's turn on its way here (HandOutAsync): it takes that turn in this
+                        // transaction, which releases the promise when it settles; one who left releases it now.
+                        w.Promised = null;
+                        if (ReferenceEquals(p.Ahead, ahead) && Volatile.Read(ref w.State) == Pending)
+                        {
+                            promises.Add((p.Tenant, p.Count));
+                            diverted |= ahead.Count > 0;
+                            left.Add(w);
+                            continue;
+                        }
+                        p.Ahead.Release([(p.Tenant, p.Count)]);
+                    }
                     if (w.Refill || Volatile.Read(ref w.State) != Pending)
                     {
                         continue;
@@ -486,11 +510,11 @@ public sealed partial class ClaimDispatcher
     /// First the claim epoch, read after this call began: a buffer claimed under an older one is given back unread.
     /// docs/DESIGN.md "Claim-ahead that keeps the policy".
     /// </summary>
-    private async Task<List<TakenItem>?> HandOutAsync(ClaimRequest request, CancellationToken ct)
+    private async Task<(List<TakenItem>? Items, Promised? Promised)> HandOutAsync(ClaimRequest request, CancellationToken ct)
     {
         if (options.Value.Prefetch == 0)
         {
-            return null;
+            return default;
         }
         lock (gate)
         {
@@ -500,7 +524,7 @@ public sealed partial class ClaimDispatcher
             ahead.DropStale(at.UtcDateTime);
             if (ahead.Count == 0 || ahead.SeenSignal != signal.Generation)
             {
-                return null;
+                return default;
             }
         }
         var epoch = await epochs.ReadAsync().WaitAsync(TimeSpan.FromMilliseconds(options.Value.DatabaseWaitMilliseconds), ct);
@@ -510,18 +534,26 @@ public sealed partial class ClaimDispatcher
         {
             if (!aheads.TryGet(request.Key, out var ahead) || ahead.SeenSignal != signal.Generation)
             {
-                return null;
+                return default;
             }
             if (epoch > ahead.Epoch)
             {
                 // The caller's own flush gives these back before its transaction.
                 ahead.DropAll();
-                return null;
+                return default;
             }
-            given = TakeFresh(ahead, request, clock.GetUtcNow().UtcDateTime, out _);
+            given = TakeFresh(ahead, request, clock.GetUtcNow().UtcDateTime, out var indb);
             if (given is null)
             {
-                return null;
+                if (indb is not { } tenant)
+                {
+                    return default;
+                }
+                // The turn is a tenant's whose items are in the database: this caller takes it there, now, so the
+                // callers that come while a transaction runs see the turns after it (ClaimAheadBuffer.Promise) instead
+                // of all waiting for that transaction and the next one while another tenant's items sit here.
+                ahead.Promise(tenant, request.Max);
+                return (null, new Promised(ahead, tenant, request.Max));
             }
             if (ahead.InFlight == 0 && ahead.Target > 0 && ahead.Count * 2 <= ahead.Target)
             {
@@ -533,7 +565,7 @@ public sealed partial class ClaimDispatcher
         {
             queue.Requeue(refill);
         }
-        return given;
+        return (given, null);
     }
 
     [LoggerMessage(EventId = 3009, Level = LogLevel.Warning, Message = "{Count} items of a claim whose commit got no answer could not be given back; they come back when their leases expire")]
@@ -551,7 +583,13 @@ public sealed partial class ClaimDispatcher
 
         /// <summary>No caller: a transaction queued only to refill the buffer (its request asks for nothing).</summary>
         public bool Refill { get; init; }
+
+        /// <summary>The turn this caller was promised when the buffer sent it to a transaction; taken over by its flush.</summary>
+        public Promised? Promised { get; set; }
     }
+
+    /// <summary>A turn of <paramref name="Tenant"/> promised in <paramref name="Ahead"/> to a caller on its way to a transaction.</summary>
+    private sealed record Promised(ClaimAheadBuffer Ahead, long Tenant, int Count);
 
     /// <summary>One task filter's callers left for the transaction, and what it claims ahead for the buffer.</summary>
     private sealed class Group(ClaimAheadBuffer ahead, string key, List<Waiter> waiters, int surplus, List<(long Tenant, int Count)> promises)

@@ -174,6 +174,59 @@ public sealed class NewWorkIntakeTests(FairClaimAheadFixture fx) : IClassFixture
     }
 
     [Fact]
+    public async Task A_caller_sent_to_a_transaction_for_one_tenants_turn_lets_the_next_caller_take_another_tenants_held_item_at_once()
+    {
+        var (small, _) = await FloodClaimedAsync("intake-promise");
+        var dispatcher = fx.Service<ClaimDispatcher>();
+        // The wake loop may yet signal the flood's rows (written without a submission's signal): one claim without the
+        // hook below takes that signal's transaction, so the buffer is trusted again before the transactions wait.
+        await Task.Delay(300);
+        await dispatcher.ClaimAsync(new ClaimRequest("promise", ["intake-promise"], 1, 300), default);
+        var release = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        // Every claim transaction waits from here, refills too: the flood's buffered items are handed out, and its
+        // later turns are in the database.
+        dispatcher.BeforeTransaction = _ => release.Task;
+        try
+        {
+            await Eventually.UntilAsync(() => dispatcher.TransactionsRunning == 0, "the claim transaction that began before the hook to end", seconds: 10);
+            for (var n = dispatcher.BufferedFor(new ClaimRequest("promise", ["intake-promise"], 1, 300)); n > 0; n--)
+            {
+                await dispatcher.ClaimAsync(new ClaimRequest("promise", ["intake-promise"], 1, 300), default).WaitAsync(TimeSpan.FromSeconds(5));
+            }
+            var (job, held) = await SubmitAsync(small.Id, "intake-promise", 12);
+            Assert.True(held, "the small job went straight to the buffer");
+
+            // The small tenant's credit, then every other turn: the first of the flood's turns sends its caller to a
+            // transaction, which waits.
+            Task<IReadOnlyList<TakenItem>>? waiting = null;
+            for (var i = 0; i < 12 && waiting is null; i++)
+            {
+                var call = dispatcher.ClaimAsync(new ClaimRequest("promise", ["intake-promise"], 1, 300), default);
+                if (await Task.WhenAny(call, Task.Delay(TimeSpan.FromSeconds(1))) != call)
+                {
+                    waiting = call;
+                }
+                else
+                {
+                    Assert.Equal([job], (await call).Select(t => t.JobId));
+                }
+            }
+            Assert.NotNull(waiting);
+
+            // That caller took the flood's turn on its way: the next one is the small tenant's, from memory, at once.
+            var next = await dispatcher.ClaimAsync(new ClaimRequest("promise", ["intake-promise"], 1, 300), default).WaitAsync(TimeSpan.FromSeconds(5));
+
+            Assert.Equal([job], next.Select(i => i.JobId));
+            Assert.False(waiting.IsCompleted);
+        }
+        finally
+        {
+            dispatcher.BeforeTransaction = null;
+            release.TrySetResult();
+        }
+    }
+
+    [Fact]
     public async Task A_caller_that_gave_up_on_a_claim_transaction_is_not_handed_a_new_jobs_item()
     {
         var (small, big) = await FloodClaimedAsync("intake-gone");
