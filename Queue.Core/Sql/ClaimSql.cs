@@ -314,12 +314,13 @@ public static class ClaimSql
         """;
 
     /// <summary>
-    /// The lanes of jobs that ran dry, locked without waiting (LaneJanitor), and only while the job still has no active
-    /// item (an upload may have given it work since). Locks the jobs rows too, also skipping held ones. PK of both.
+    /// The lanes of <paramref name="count"/> jobs (<c>@j</c>k) that ran dry, locked without waiting (LaneJanitor), and
+    /// only while the job still has no active item (an upload may have given it work since). Locks the jobs rows too,
+    /// also skipping held ones. Point ranges of both primary keys, at most <see cref="SqlRows.InListValues"/> jobs each.
     /// </summary>
-    public const string LockDryLanes = """
+    public static string LockDryLanes(int count) => $"""
         SELECT o.job_id, o.task FROM ordering o JOIN jobs j ON j.id = o.job_id
-        WHERE o.job_id IN @JobIds AND j.items_total - j.items_done - j.items_dead - j.items_cancelled <= 0
+        WHERE o.job_id IN ({SqlRows.Join("@j#", count, ", ")}) AND j.items_total - j.items_done - j.items_dead - j.items_cancelled <= 0
         FOR UPDATE SKIP LOCKED
         """;
 

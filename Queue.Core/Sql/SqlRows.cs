@@ -16,6 +16,14 @@ internal static class SqlRows
     public const int CaseRowsPerStatement = 64;
 
     /// <summary>
+    /// Values per IN list that must be read as point ranges. Past eq_range_index_dive_limit (200 in MariaDB 10.11) the
+    /// optimizer estimates an IN list from index statistics instead of diving for each value, and may then prefer a
+    /// full index scan: the lane janitor's read of 219 dry jobs walked all 19,542 entries of ordering's primary key
+    /// (slow query log with query plans, 16-worker drain, 2026-11-29), a cost that grows with the queue.
+    /// </summary>
+    public const int InListValues = 128;
+
+    /// <summary>
     /// <paramref name="head"/>, then <paramref name="count"/> copies of <paramref name="row"/> separated by commas, each
     /// with <c>#</c> replaced by its index (<c>#+1</c> by its index plus one), then <paramref name="tail"/>.
     /// </summary>

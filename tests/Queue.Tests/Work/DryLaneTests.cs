@@ -3,6 +3,7 @@ using System.Net;
 using Dapper;
 using Queue.Core.Claims;
 using Queue.Core.Data;
+using Queue.Core.Sql;
 
 namespace Queue.Tests.Work;
 
@@ -46,6 +47,27 @@ public sealed class DryLaneTests(DirectClaimFixture fx) : IClassFixture<DirectCl
 
         await fx.Service<LaneJanitor>().DrainAsync(default);
         Assert.Equal(0L, await fx.ScalarAsync<long>("SELECT COUNT(*) FROM ordering WHERE job_id = @Id", new { Id = job }));
+    }
+
+    [Fact]
+    public async Task The_lanes_of_more_dry_jobs_than_one_statement_reads_are_all_removed_in_one_pass()
+    {
+        var (tenant, _) = await fx.NewCustomerAsync();
+        var jobs = new List<long>();
+        for (var i = 0; i < SqlRows.InListValues + 40; i++)
+        {
+            jobs.Add(await fx.NewJobAsync(tenant.Id, 1, ["dry-many"]));
+        }
+        // Their items done, as the completions that reported them dry left them.
+        await using (var conn = await fx.DataSource.OpenConnectionAsync())
+        {
+            await conn.ExecuteAsync("UPDATE jobs SET items_done = items_total WHERE id IN @Ids", new { Ids = jobs });
+        }
+
+        fx.Service<LaneJanitor>().RanDry(jobs);
+        await fx.Service<LaneJanitor>().DrainAsync(default);
+
+        Assert.Equal(0L, await fx.ScalarAsync<long>("SELECT COUNT(*) FROM ordering WHERE job_id IN @Ids", new { Ids = jobs }));
     }
 
     [Fact]
