@@ -137,7 +137,16 @@ public sealed partial class ClaimDispatcher
         callers.Enter();
         try
         {
-            queue.Enqueue(w);
+            try
+            {
+                queue.Enqueue(w);
+            }
+            catch (ServiceBusyException)
+            {
+                // Never queued, so no flush takes its promised turn over: it goes back now.
+                ReleasePromise(w);
+                throw;
+            }
             return Traced(began, request, await w.Result.Task.WaitAsync(TimeSpan.FromMilliseconds(options.Value.DatabaseWaitMilliseconds), ct));
         }
         catch (Exception ex) when (ex is TimeoutException or OperationCanceledException)
@@ -162,6 +171,18 @@ public sealed partial class ClaimDispatcher
         finally
         {
             callers.Leave();
+        }
+    }
+
+    private void ReleasePromise(Waiter w)
+    {
+        lock (gate)
+        {
+            if (w.Promised is { } p)
+            {
+                w.Promised = null;
+                p.Ahead.Release([(p.Tenant, p.Count)]);
+            }
         }
     }
 
