@@ -178,11 +178,8 @@ public sealed partial class ClaimDispatcher
     {
         lock (gate)
         {
-            if (w.Promised is { } p)
-            {
-                w.Promised = null;
-                p.Ahead.Release([(p.Tenant, p.Count)]);
-            }
+            w.Promised?.Release();
+            w.Promised = null;
         }
     }
 
@@ -370,7 +367,7 @@ public sealed partial class ClaimDispatcher
                             left.Add(w);
                             continue;
                         }
-                        p.Ahead.Release([(p.Tenant, p.Count)]);
+                        p.Release();
                     }
                     if (w.Refill || Volatile.Read(ref w.State) != Pending)
                     {
@@ -610,7 +607,11 @@ public sealed partial class ClaimDispatcher
     }
 
     /// <summary>A turn of <paramref name="Tenant"/> promised in <paramref name="Ahead"/> to a caller on its way to a transaction.</summary>
-    private sealed record Promised(ClaimAheadBuffer Ahead, long Tenant, int Count);
+    private sealed record Promised(ClaimAheadBuffer Ahead, long Tenant, int Count)
+    {
+        /// <summary>Gives the turn back, for a caller no transaction took it over for. Under <see cref="gate"/>.</summary>
+        public void Release() => Ahead.Release([(Tenant, Count)]);
+    }
 
     /// <summary>One task filter's callers left for the transaction, and what it claims ahead for the buffer.</summary>
     private sealed class Group(ClaimAheadBuffer ahead, string key, List<Waiter> waiters, int surplus, List<(long Tenant, int Count)> promises)

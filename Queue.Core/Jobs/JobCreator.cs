@@ -43,12 +43,10 @@ public sealed record CreatedJob(long JobId, DateTime CreatedAt, IReadOnlyList<Cr
 /// </summary>
 public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingLanes lanes, INewWorkIntake intake, TenantCache tenants, WorkSignal signal)
 {
-    public Task<CreatedJob[]> CreateAsync(IReadOnlyList<PendingJob> jobs, CancellationToken ct) => InsertAsync(jobs, ct);
-
     /// <summary>
     /// The group's positions, read after its commit on the connection that made it (a pooled connection of its own cost
-    /// the pool's reset, two round trips, per group), and outside the retry: a failure here is caught, never retried,
-    /// since a retry would create the jobs again. One dive and at most one walk for the whole group instead of one of
+    /// the pool's reset, two round trips, per group). It runs inside the retry's lambda, after the commit, so a failure
+    /// here is caught and never thrown into the retry, which would create the jobs again. One dive and at most one walk for the whole group instead of one of
     /// each per job (docs/DESIGN.md "Position at depth"). The jobs are committed whatever happens here, so a failure
     /// only leaves each status to read its own.
     /// </summary>
@@ -75,7 +73,7 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
         }
     }
 
-    private async Task<CreatedJob[]> InsertAsync(IReadOnlyList<PendingJob> jobs, CancellationToken ct)
+    public async Task<CreatedJob[]> CreateAsync(IReadOnlyList<PendingJob> jobs, CancellationToken ct)
     {
         var offers = await OffersAsync(jobs, ct);
         return await Retry.OnDeadlockAsync(async c =>
