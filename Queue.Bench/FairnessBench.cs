@@ -103,8 +103,12 @@ public static class FairnessBench
         // Warm-up: JIT, pools, connections, buffer pool pages, both the big-job and the small-job paths, /next busy
         // enough for the Api to claim ahead, and two tenants backlogged at once: warmed with one tenant, the first
         // claim that shared turns between two paid for its JIT, and the first scenario's first small job waited 60 ms
-        // longer for its first item.
-        await Phase(t => load.SubmitAsync(t, "warm", keys["warm"], "warm-big", 1000),
+        // longer for its first item. Also a flood of 10-item jobs: a claim over that many lanes reads them in one
+        // statement (ItemTaker's LockAtOnceAsync), a path nothing else takes, and the Api (no tiering, no ReadyToRun)
+        // compiled it, with Dapper's reader for its rows and 50 framework methods, 29 ms of JIT, during the split
+        // flood's first claim (JitInfo in a trace of every flush, 2026-11-29).
+        await Phase(t => Task.WhenAll(load.SubmitAsync(t, "warm", keys["warm"], "warm-big", 1000),
+                Sequential(Enumerable.Range(0, 60).Select(j => (Func<Task>)(() => load.SubmitAsync(t, "warm", keys["warm"], $"warm-split-{j}", SmallItems))))),
             t => Task.WhenAll(Enumerable.Range(0, 4).Select(p => Sequential(Enumerable.Range(0, 10).Select(j => (Func<Task>)(() => load.SubmitAsync(t, "warm-small", keys["warm-small"], $"warm-{p}-{j}", SmallItems)))))));
         Console.WriteLine($"Queue.Api {api.Url}, warmed up; idle RSS {api.RssBytes() / 1048576.0:F0} MB");
 

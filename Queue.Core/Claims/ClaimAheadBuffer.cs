@@ -378,18 +378,34 @@ internal sealed class ClaimAheadBuffer(IReadOnlyList<string> tasks)
         Roll(now);
         thisBucket = (thisBucket.Calls + 1, thisBucket.Asked + max);
         LastUsed = now;
+        Interlocked.Increment(ref inside);
     }
+
+    /// <summary>A /next counted by <see cref="Called"/> was answered (or gave up).</summary>
+    public void Left() => Interlocked.Decrement(ref inside);
+
+    private int inside;
+
+    /// <summary>
+    /// This filter's /next calls in progress: counted in <see cref="Called"/>, until <see cref="Left"/>. As many as
+    /// <see cref="BusyCallers"/> at once make the filter busy before its rate shows. When a flood's workers started
+    /// together, their 8 first calls came within a millisecond, but the rate needs 25 calls in a quarter second, and each
+    /// flush took only the 2-5 callers queued when it began: the first 80 ms were five transactions of 2-3 items, one at
+    /// a time, while a small job's items went out from memory (a trace of every flush, 2026-11-29). A lone worker, however
+    /// fast, is one call at a time.
+    /// </summary>
+    public int Inside => Volatile.Read(ref inside);
 
     /// <summary>
     /// Claims ahead only for a filter polled at <see cref="ClaimOptions.PrefetchAboveCallsPerSecond"/> or more (in the
-    /// last quarter second or this one): a worker now and then is served by a transaction of its own, and sees the
+    /// last quarter second or this one), or with <see cref="BusyCallers"/> calls in progress at once (<see cref="Inside"/>): a worker now and then is served by a transaction of its own, and sees the
     /// order as it is at that moment. Counted per second, a flood of 8 workers was served by transactions alone for its
     /// first 1.5 s (about 200 items/s, just under the bar), and a small tenant's jobs in that time took 2-3 times longer.
     /// </summary>
     public bool Busy(DateTimeOffset now, ClaimOptions o)
     {
         Roll(now);
-        return Kept && Math.Max(thisBucket.Calls, lastBucket.Calls) * (1000 / RateBucketMilliseconds) >= o.PrefetchAboveCallsPerSecond;
+        return Kept && (Math.Max(thisBucket.Calls, lastBucket.Calls) * (1000 / RateBucketMilliseconds) >= o.PrefetchAboveCallsPerSecond || Inside >= BusyCallers);
     }
 
     /// <summary>

@@ -95,7 +95,7 @@ public sealed class ClaimEngine
         {
             return [];
         }
-        return await taker.TakeAsync(tx, order.Tasks, order.Slots, now, last, order.Waiting, walked, ct);
+        return await taker.TakeAsync(tx, order, now, last, walked, ct);
     }
 }
 

@@ -37,6 +37,12 @@ public sealed record ClaimOrder(IReadOnlyList<string> Tasks, IReadOnlyList<Claim
     /// out another tenant's buffered item while one of these has an earlier turn and nothing buffered.
     /// </summary>
     public HashSet<long> Waiting { get; } = [];
+
+    /// <summary>
+    /// Told <see cref="Waiting"/> as soon as the first round's lanes are read, while the transaction goes on locking
+    /// and writing: the claim-ahead buffer then knows at once which tenant it went to the database for.
+    /// </summary>
+    public Action<IReadOnlySet<long>>? SawFirstRound { get; init; }
 }
 
 public enum FinishOutcome

@@ -32,14 +32,15 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
     private readonly ExpiredLeaseReclaim reclaim = new(counters);
 
     /// <summary>Takes one item per slot (fewer if the queue runs dry), in claim order: item k of the answer gets slot k.</summary>
+    /// <param name="order">Its <see cref="ClaimOrder.Waiting"/> gets the tenants of the first round's lanes, and its
+    /// <see cref="ClaimOrder.SawFirstRound"/> is told them as soon as they are read.</param>
     /// <param name="last">The claim's last walk: its closing batch carries the COMMIT.</param>
-    /// <param name="waiting">Gets the tenants of the first round's lanes (<see cref="ClaimOrder.Waiting"/>).</param>
     /// <param name="walked">Gets the items taken, before the closing batch: should the COMMIT it carries get no answer,
     /// the claim still knows what it wrote (<see cref="ClaimEngine"/>).</param>
-    public async Task<List<TakenItem>> TakeAsync(ClaimTransaction tx, IReadOnlyList<string> tasks, IReadOnlyList<ClaimSlot> slots, DateTime now,
-        bool last, HashSet<long> waiting, List<TakenItem> walked, CancellationToken ct)
+    public async Task<List<TakenItem>> TakeAsync(ClaimTransaction tx, ClaimOrder order, DateTime now, bool last, List<TakenItem> walked, CancellationToken ct)
     {
-        var walk = new Walk(slots, now);
+        var (tasks, waiting) = (order.Tasks, order.Waiting);
+        var walk = new Walk(order.Slots, now) { SawFirstRound = order.SawFirstRound };
         held.SkipIn(walk.Visited, now);
         for (var round = 0; round < MaxRounds && !walk.Full; round++)
         {
@@ -70,6 +71,7 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
         if (walk.Rounds++ == 0)
         {
             walk.Waiting.UnionWith(lanes.Where(l => !l.Override).Select(l => l.TenantId));
+            walk.SawFirstRound?.Invoke(walk.Waiting);
         }
         if (fresh.Count == 0)
         {
@@ -374,6 +376,8 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
 
         /// <summary>The tenants of the first round's lanes (see <see cref="ClaimOrder.Waiting"/>).</summary>
         public HashSet<long> Waiting { get; } = [];
+
+        public Action<IReadOnlySet<long>>? SawFirstRound { get; init; }
 
         public int Rounds { get; set; }
 

@@ -1,0 +1,65 @@
+using Queue.Core.Claims;
+
+namespace Queue.Tests.Work;
+
+/// <summary>
+/// When a filter counts as busy, so that its claims reserve ahead (<see cref="ClaimAheadBuffer.Busy"/>): by its rate
+/// per quarter second, or at once when several of its workers call together (docs/DESIGN.md "Handouts from memory").
+/// </summary>
+public sealed class ClaimAheadBusyTests
+{
+    private static readonly ClaimOptions Options = new() { Prefetch = 64, PrefetchAboveCallsPerSecond = 100 };
+    private static readonly DateTimeOffset T0 = new(2026, 11, 29, 10, 0, 0, TimeSpan.Zero);
+    private static readonly string[] Tasks = ["t"];
+
+    [Fact]
+    public void Four_workers_calling_at_once_make_a_filter_busy_before_its_rate_shows()
+    {
+        var ahead = new ClaimAheadFilters().Get("t", Tasks, T0);
+        for (var k = 0; k < 3; k++)
+        {
+            ahead.Called(T0, 1);
+        }
+        Assert.False(ahead.Busy(T0, Options), "three calls in progress are not yet busy");
+
+        ahead.Called(T0, 1);
+
+        Assert.True(ahead.Busy(T0, Options));
+    }
+
+    [Fact]
+    public void One_worker_calling_again_as_soon_as_it_is_answered_stays_below_the_bar_until_its_rate_shows()
+    {
+        var ahead = new ClaimAheadFilters().Get("t", Tasks, T0);
+        for (var k = 0; k < 20; k++)
+        {
+            ahead.Called(T0.AddMilliseconds(k), 1);
+            Assert.False(ahead.Busy(T0.AddMilliseconds(k), Options), $"call {k + 1}, one at a time");
+            ahead.Left();
+        }
+        for (var k = 20; k < 25; k++)
+        {
+            ahead.Called(T0.AddMilliseconds(k), 1);
+            ahead.Left();
+        }
+
+        Assert.True(ahead.Busy(T0.AddMilliseconds(25), Options), "25 calls in a quarter second are 100 a second");
+    }
+
+    [Fact]
+    public void Calls_answered_no_longer_count_as_in_progress()
+    {
+        var ahead = new ClaimAheadFilters().Get("t", Tasks, T0);
+        for (var k = 0; k < 4; k++)
+        {
+            ahead.Called(T0, 1);
+        }
+        for (var k = 0; k < 4; k++)
+        {
+            ahead.Left();
+        }
+
+        Assert.Equal(0, ahead.Inside);
+        Assert.False(ahead.Busy(T0.AddSeconds(1), Options));
+    }
+}

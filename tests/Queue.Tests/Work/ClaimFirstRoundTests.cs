@@ -1,0 +1,40 @@
+using Dapper;
+using Queue.Core.Claims;
+using Queue.Tests.Infrastructure;
+
+namespace Queue.Tests.Work;
+
+/// <summary>
+/// A claim says which tenants wait in the database as soon as its first round has read the lanes, before it locks or
+/// takes anything (<see cref="ClaimOrder.SawFirstRound"/>): the claim-ahead buffer learns them while the transaction
+/// runs, not after it (docs/DESIGN.md "Claim-ahead that keeps the policy").
+/// </summary>
+public sealed class ClaimFirstRoundTests(ApiFixture fx) : IClassFixture<ApiFixture>
+{
+    [Fact]
+    public async Task A_claim_names_the_tenants_of_its_first_round_before_it_takes_their_items()
+    {
+        var (tenant, key) = await fx.NewCustomerAsync();
+        var job = await fx.OneItemJobAsync(key, "first-round");
+        var engine = new ClaimEngine(fx.DataSource, new SeedLaneSelector(), TimeProvider.System, new ClaimCounters());
+        var slots = new[] { new ClaimSlot("w", DateTime.UtcNow.AddMinutes(5), false) };
+        var seen = new List<(long[] Tenants, long Leased)>();
+        var order = new ClaimOrder(["text"], slots)
+        {
+            SawFirstRound = tenants =>
+            {
+                // Asked here, on another connection, the claim has not taken the item yet.
+                using var other = fx.DataSource.OpenConnection();
+                seen.Add(([.. tenants], other.ExecuteScalar<long>("SELECT COUNT(*) FROM items WHERE job_id = @job AND lease_expires_at IS NOT NULL", new { job })));
+            },
+        };
+
+        var claimed = await engine.ClaimAsync([order], default);
+
+        Assert.Equal(job, Assert.Single(claimed[0]).JobId);
+        var (tenants, leased) = Assert.Single(seen);
+        Assert.Equal([tenant.Id], tenants);
+        Assert.Equal(0, leased);
+        Assert.Equal([tenant.Id], order.Waiting);
+    }
+}
