@@ -62,4 +62,20 @@ public sealed class ClaimAheadBusyTests
         Assert.Equal(0, ahead.Inside);
         Assert.False(ahead.Busy(T0.AddSeconds(1), Options));
     }
+
+    [Fact]
+    public void Workers_that_start_together_show_their_rate_within_the_quarter_second_they_start_in()
+    {
+        // A quarter second of the clock starts at T0 (a multiple of 250 ms since the epoch).
+        var ahead = new ClaimAheadFilters().Get("t", Tasks, T0);
+        for (var k = 0; k < 16; k++)
+        {
+            ahead.Called(T0.AddMilliseconds(k / 2.0), 1);
+        }
+
+        // 16 items asked for in 8 ms: at least 16 per 50 ms, not 16 per quarter second.
+        Assert.Equal(320, ahead.AskedPerSecond(T0.AddMilliseconds(10)));
+        Assert.Equal(160, ahead.AskedPerSecond(T0.AddMilliseconds(100)));
+        Assert.Equal(64, ahead.AskedPerSecond(T0.AddMilliseconds(300)));
+    }
 }
