@@ -340,9 +340,9 @@ internal sealed class ClaimAheadBuffer(IReadOnlyList<string> tasks)
     private const int RunwayMilliseconds = 250;
 
     /// <summary>
-    /// A filter with this many callers waiting on one transaction is busy whatever its rate so far: a flood's first
-    /// claims were transactions alone for 300 ms (until the rate showed), and a small tenant's job that came with the
-    /// flood took 3 times its solo turnaround.
+    /// A filter with this many calls in progress at once (<see cref="Inside"/>: those waiting on a transaction among
+    /// them) is busy whatever its rate so far: a flood's first claims were transactions alone for 300 ms (until the
+    /// rate showed), and a small tenant's job that came with the flood took 3 times its solo turnaround.
     /// </summary>
     private const int BusyCallers = 4;
 
@@ -355,9 +355,9 @@ internal sealed class ClaimAheadBuffer(IReadOnlyList<string> tasks)
     /// a time (within twice the cap). A whole target overfilled the buffer past its hold time with the others' items,
     /// and made the claim the new tenant's first item waits for 3-4 times longer.
     /// </summary>
-    public int Plan(int want, int callers, bool fresh, DateTimeOffset at, ClaimOptions o)
+    public int Plan(int want, bool fresh, DateTimeOffset at, ClaimOptions o)
     {
-        Target = o.Prefetch == 0 || !(Busy(at, o) || callers >= BusyCallers) ? 0
+        Target = o.Prefetch == 0 || !Busy(at, o) ? 0
             : Math.Min(o.Prefetch, Math.Max(want, AskedPerSecond(at) * RunwayMilliseconds / 1000));
         LastFlush = at;
         return fresh ? Math.Min(Math.Max(Target - Count, Target / 2), Math.Max(0, (2 * o.Prefetch) - Count))
@@ -398,8 +398,9 @@ internal sealed class ClaimAheadBuffer(IReadOnlyList<string> tasks)
 
     /// <summary>
     /// Claims ahead only for a filter polled at <see cref="ClaimOptions.PrefetchAboveCallsPerSecond"/> or more (in the
-    /// last quarter second or this one), or with <see cref="BusyCallers"/> calls in progress at once (<see cref="Inside"/>): a worker now and then is served by a transaction of its own, and sees the
-    /// order as it is at that moment. Counted per second, a flood of 8 workers was served by transactions alone for its
+    /// last quarter second or this one), or with <see cref="BusyCallers"/> calls in progress at once
+    /// (<see cref="Inside"/>): a worker now and then is served by a transaction of its own, and sees the order as it is
+    /// at that moment. Counted per second, a flood of 8 workers was served by transactions alone for its
     /// first 1.5 s (about 200 items/s, just under the bar), and a small tenant's jobs in that time took 2-3 times longer.
     /// </summary>
     public bool Busy(DateTimeOffset now, ClaimOptions o)

@@ -418,7 +418,7 @@ public sealed partial class ClaimDispatcher
                         promises.Add((tenant, w.Request.Max));
                     }
                 }
-                var surplus = ahead.Plan(want, left.Count, fresh: !trusted || diverted, at, o);
+                var surplus = ahead.Plan(want, fresh: !trusted || diverted, at, o);
                 if (left.Count > 0 || surplus > 0)
                 {
                     ahead.InFlight++;

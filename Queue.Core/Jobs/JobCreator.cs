@@ -46,9 +46,9 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
     /// <summary>
     /// The group's positions, read after its commit on the connection that made it (a pooled connection of its own cost
     /// the pool's reset, two round trips, per group). It runs inside the retry's lambda, after the commit, so a failure
-    /// here is caught and never thrown into the retry, which would create the jobs again. One dive and at most one walk for the whole group instead of one of
-    /// each per job (docs/DESIGN.md "Position at depth"). The jobs are committed whatever happens here, so a failure
-    /// only leaves each status to read its own.
+    /// here is caught and never thrown into the retry, which would create the jobs again. One dive and at most one walk
+    /// for the whole group instead of one of each per job (docs/DESIGN.md "Position at depth"). The jobs are committed
+    /// whatever happens here, so a failure only leaves each status to read its own.
     /// </summary>
     private static async Task<CreatedJob[]> WithPositionsAsync(MySqlConnection conn, IReadOnlyList<PendingJob> jobs, CreatedJob[] results, DateTime now,
         CancellationToken ct)
