@@ -100,6 +100,15 @@ public sealed partial class ClaimDispatcher
         }
     }
 
+    /// <summary>Calls in progress for <paramref name="request"/>'s task filter (tests).</summary>
+    internal int InsideFor(ClaimRequest request)
+    {
+        lock (gate)
+        {
+            return aheads.TryGet(request.Key, out var ahead) ? ahead.Inside : 0;
+        }
+    }
+
     /// <summary>Items held claimed-ahead in memory right now (all task filters).</summary>
     public int Buffered
     {

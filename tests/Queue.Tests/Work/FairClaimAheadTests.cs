@@ -227,6 +227,25 @@ public sealed class NewWorkIntakeTests(FairClaimAheadFixture fx) : IClassFixture
     }
 
     [Fact]
+    public async Task A_caller_that_gave_up_on_a_claim_transaction_no_longer_counts_as_a_call_in_progress()
+    {
+        await FloodClaimedAsync("inside-gone");
+        var dispatcher = fx.Service<ClaimDispatcher>();
+        using var hold = new HeldTransaction(dispatcher, fx.Service<WorkSignal>());
+        fx.Service<WorkSignal>().Notify();
+        var request = new ClaimRequest("gone", ["inside-gone"], 1, 300);
+        using var leaving = new CancellationTokenSource();
+        var call = dispatcher.ClaimAsync(request, leaving.Token);
+        await hold.Entered.WaitAsync(TimeSpan.FromSeconds(10));
+        Assert.Equal(1, dispatcher.InsideFor(request));
+
+        await leaving.CancelAsync();
+
+        await Assert.ThrowsAnyAsync<OperationCanceledException>(() => call);
+        Assert.Equal(0, dispatcher.InsideFor(request));
+    }
+
+    [Fact]
     public async Task A_caller_that_gave_up_on_a_claim_transaction_is_not_handed_a_new_jobs_item()
     {
         var (small, big) = await FloodClaimedAsync("intake-gone");
