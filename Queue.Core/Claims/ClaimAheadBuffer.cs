@@ -63,7 +63,10 @@ internal sealed class ClaimAheadBuffer(IReadOnlyList<string> tasks)
         }
     }
 
-    /// <summary>The <see cref="WorkSignal.Generation"/> the filter's last claim started after: a newer one means new work may wait in the database.</summary>
+    /// <summary>
+    /// The <see cref="WorkSignal.Generation"/> read before the filter's last claim read the database (its first round,
+    /// or its flush's start until then): a newer one means new work may wait in the database.
+    /// </summary>
     public long SeenSignal { get; set; } = -1;
 
     public int InFlight { get; set; }

@@ -43,6 +43,12 @@ public sealed record ClaimOrder(IReadOnlyList<string> Tasks, IReadOnlyList<Claim
     /// and writing: the claim-ahead buffer then knows at once which tenant it went to the database for.
     /// </summary>
     public Action<IReadOnlySet<long>>? SawFirstRound { get; init; }
+
+    /// <summary>
+    /// Called right before the first round reads the lanes. Claims read committed, afresh per statement, so whatever
+    /// committed before this call is in what <see cref="SawFirstRound"/> is then told.
+    /// </summary>
+    public Action? FirstRoundStarts { get; init; }
 }
 
 public enum FinishOutcome

@@ -40,7 +40,7 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
     public async Task<List<TakenItem>> TakeAsync(ClaimTransaction tx, ClaimOrder order, DateTime now, bool last, List<TakenItem> walked, CancellationToken ct)
     {
         var (tasks, waiting) = (order.Tasks, order.Waiting);
-        var walk = new Walk(order.Slots, now) { SawFirstRound = order.SawFirstRound };
+        var walk = new Walk(order.Slots, now) { SawFirstRound = order.SawFirstRound, FirstRoundStarts = order.FirstRoundStarts };
         held.SkipIn(walk.Visited, now);
         for (var round = 0; round < MaxRounds && !walk.Full; round++)
         {
@@ -66,6 +66,10 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
     private async Task<bool> RoundAsync(ClaimTransaction tx, IReadOnlyList<string> tasks, Walk walk, DateTime now, CancellationToken ct)
     {
         var limit = walk.Visited.Count + Math.Max(LanesPerRound, walk.Wanted);
+        if (walk.Rounds == 0)
+        {
+            walk.FirstRoundStarts?.Invoke();
+        }
         var lanes = await selector.SelectAsync(tx.Connection, new LaneQuery(tasks, now, limit, walk.QuotaWanted, walk.Visited), ct);
         var fresh = lanes.Where(l => !walk.Visited.Contains((l.JobId, l.Task))).ToList();
         if (walk.Rounds++ == 0)
@@ -378,6 +382,8 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
         public HashSet<long> Waiting { get; } = [];
 
         public Action<IReadOnlySet<long>>? SawFirstRound { get; init; }
+
+        public Action? FirstRoundStarts { get; init; }
 
         public int Rounds { get; set; }
 

@@ -142,9 +142,7 @@ public sealed class NewWorkIntakeTests(FairClaimAheadFixture fx) : IClassFixture
     {
         var (small, big) = await FloodClaimedAsync("intake-parked");
         var dispatcher = fx.Service<ClaimDispatcher>();
-        using var hold = new HeldTransaction(dispatcher, fx.Service<WorkSignal>());
-        // New work signalled: the buffer is not trusted, so the callers go to a transaction, held here before it begins.
-        fx.Service<WorkSignal>().Notify();
+        using var hold = new HeldTransaction(dispatcher);
         var calls = Enumerable.Range(0, 12).Select(_ => dispatcher.ClaimAsync(new ClaimRequest("parked", ["intake-parked"], 1, 300), default)).ToList();
         await hold.Entered.WaitAsync(TimeSpan.FromSeconds(10));
 
@@ -231,8 +229,7 @@ public sealed class NewWorkIntakeTests(FairClaimAheadFixture fx) : IClassFixture
     {
         await FloodClaimedAsync("inside-gone");
         var dispatcher = fx.Service<ClaimDispatcher>();
-        using var hold = new HeldTransaction(dispatcher, fx.Service<WorkSignal>());
-        fx.Service<WorkSignal>().Notify();
+        using var hold = new HeldTransaction(dispatcher);
         var request = new ClaimRequest("gone", ["inside-gone"], 1, 300);
         using var leaving = new CancellationTokenSource();
         var call = dispatcher.ClaimAsync(request, leaving.Token);
@@ -250,8 +247,7 @@ public sealed class NewWorkIntakeTests(FairClaimAheadFixture fx) : IClassFixture
     {
         var (small, big) = await FloodClaimedAsync("intake-gone");
         var dispatcher = fx.Service<ClaimDispatcher>();
-        using var hold = new HeldTransaction(dispatcher, fx.Service<WorkSignal>());
-        fx.Service<WorkSignal>().Notify();
+        using var hold = new HeldTransaction(dispatcher);
         using var leaving = new CancellationTokenSource();
         var call = dispatcher.ClaimAsync(new ClaimRequest("gone", ["intake-gone"], 1, 300), leaving.Token);
         await hold.Entered.WaitAsync(TimeSpan.FromSeconds(10));
@@ -267,10 +263,9 @@ public sealed class NewWorkIntakeTests(FairClaimAheadFixture fx) : IClassFixture
     }
 
     /// <summary>
-    /// Holds the dispatcher's next claim transaction with callers right before it begins, until <see cref="Release"/>.
-    /// A refill without callers may come first on a busy box: it goes through, and signals new work anew, because a
-    /// refill that saw the test's signal trusts the buffer again, and the callers were then served from memory and never
-    /// reached a transaction (the likely cause of two timeouts under load, not reproduced).
+    /// Holds the dispatcher's next claim transaction with callers right before it begins, until <see cref="Release"/>,
+    /// with answers from memory off meanwhile, so callers reach it whatever the buffer holds. A refill without callers
+    /// may come first on a busy box: it goes through.
     /// </summary>
     private sealed class HeldTransaction : IDisposable
     {
@@ -278,14 +273,14 @@ public sealed class NewWorkIntakeTests(FairClaimAheadFixture fx) : IClassFixture
         private readonly TaskCompletionSource entered = new(TaskCreationOptions.RunContinuationsAsynchronously);
         private readonly TaskCompletionSource release = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
-        public HeldTransaction(ClaimDispatcher dispatcher, WorkSignal signal)
+        public HeldTransaction(ClaimDispatcher dispatcher)
         {
             this.dispatcher = dispatcher;
+            dispatcher.AnswersFromMemory = false;
             dispatcher.BeforeTransaction = callers =>
             {
                 if (callers == 0)
                 {
-                    signal.Notify();
                     return Task.CompletedTask;
                 }
                 entered.TrySetResult();
@@ -302,6 +297,7 @@ public sealed class NewWorkIntakeTests(FairClaimAheadFixture fx) : IClassFixture
         public void Dispose()
         {
             dispatcher.BeforeTransaction = null;
+            dispatcher.AnswersFromMemory = true;
             release.TrySetResult();
         }
     }

@@ -84,6 +84,44 @@ public sealed class HandoutTests(HandoutFixture fx) : IClassFixture<HandoutFixtu
     /// A job of its own task, two /next calls that teach the process the demand and fill the buffer, then a third that
     /// the buffer serves; checks that the third answer came from memory (its row is still a reservation).
     /// </summary>
+    [Fact]
+    public async Task Work_that_commits_after_a_claim_began_but_before_it_read_the_lanes_does_not_send_the_next_caller_to_another_transaction()
+    {
+        var (flood, _) = await fx.NewCustomerAsync();
+        var (small, _) = await fx.NewCustomerAsync();
+        await fx.NewJobAsync(flood.Id, 200, ["trust-round"]);
+        var dispatcher = fx.Service<ClaimDispatcher>();
+        var signal = fx.Service<Queue.Core.WorkSignal>();
+        var request = new ClaimRequest("trust", ["trust-round"], 1, 300);
+        Assert.Single(await dispatcher.ClaimAsync(request, default));
+        Assert.True(dispatcher.BufferedFor(request) > 0, "the flood's items are claimed ahead");
+        var transactions = 0;
+        // Past the flush's start, which read the signal, and before its first round reads the lanes: a submission
+        // commits and signals.
+        dispatcher.BeforeTransaction = async callers =>
+        {
+            if (callers > 0 && Interlocked.Increment(ref transactions) == 1)
+            {
+                await fx.NewJobAsync(small.Id, 3, ["trust-round"]);
+                signal.Notify();
+            }
+        };
+        try
+        {
+            signal.Notify();
+            Assert.Single(await dispatcher.ClaimAsync(request, default));
+            Assert.Equal(1, transactions);
+
+            Assert.Single(await dispatcher.ClaimAsync(request, default));
+
+            Assert.Equal(1, transactions);
+        }
+        finally
+        {
+            dispatcher.BeforeTransaction = null;
+        }
+    }
+
     private async Task<(JsonElement Item, string Task)> ServedFromMemoryAsync(string task, int lease)
     {
         var (tenant, _) = await fx.NewCustomerAsync();
