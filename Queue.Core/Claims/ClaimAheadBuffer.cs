@@ -358,13 +358,24 @@ internal sealed class ClaimAheadBuffer(IReadOnlyList<string> tasks)
     /// a time (within twice the cap). A whole target overfilled the buffer past its hold time with the others' items,
     /// and made the claim the new tenant's first item waits for 3-4 times longer.
     /// </summary>
+    /// <remarks>
+    /// A filter that is not busy (yet) but holds items still claims ahead when <paramref name="fresh"/>: as many as it
+    /// holds, so that the waiting tenant's share lands beside the others' and is handed out by turn. Claiming only for
+    /// its callers, a flood's first 60 ms (before its rate showed) served a small job's items one per transaction, each
+    /// to one caller sent there for the small tenant's turn, while the flood's 15 held items went out between them: the
+    /// job's first to last handout took 48 ms against 12 alone (a trace of every flush, 2026-12-07).
+    /// </remarks>
     public int Plan(int want, bool fresh, DateTimeOffset at, ClaimOptions o)
     {
         Target = o.Prefetch == 0 || !Busy(at, o) ? 0
             : Math.Min(o.Prefetch, Math.Max(want, AskedPerSecond(at) * RunwayMilliseconds / 1000));
         LastFlush = at;
-        return fresh ? Math.Min(Math.Max(Target - Count, Target / 2), Math.Max(0, (2 * o.Prefetch) - Count))
-            : Math.Max(0, Target - Count);
+        if (!fresh)
+        {
+            return Math.Max(0, Target - Count);
+        }
+        var share = Target == 0 ? Math.Min(Count, o.Prefetch) : Math.Max(Target - Count, Target / 2);
+        return Math.Min(share, Math.Max(0, (2 * o.Prefetch) - Count));
     }
 
     /// <summary>The rate is counted per quarter second: a flood's first claims are transactions for at most half a second.</summary>

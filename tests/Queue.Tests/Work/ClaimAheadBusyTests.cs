@@ -78,4 +78,27 @@ public sealed class ClaimAheadBusyTests
         Assert.Equal(160, ahead.AskedPerSecond(T0.AddMilliseconds(100)));
         Assert.Equal(64, ahead.AskedPerSecond(T0.AddMilliseconds(300)));
     }
+
+    [Fact]
+    public void A_filter_not_yet_busy_that_holds_items_claims_as_many_again_when_a_tenant_waits_in_the_database()
+    {
+        var ahead = new ClaimAheadFilters().Get("t", Tasks, T0);
+        for (var id = 1; id <= 12; id++)
+        {
+            ahead.Add(new TakenItem(id, 1, 1, id, "t", 0, [1], T0.UtcDateTime.AddSeconds(10), Reservation: true), T0.UtcDateTime.AddSeconds(1), 0, byTenants: true);
+        }
+        Assert.False(ahead.Busy(T0, Options));
+
+        Assert.Equal(0, ahead.Plan(1, fresh: false, T0, Options));
+        Assert.Equal(12, ahead.Plan(1, fresh: true, T0, Options));
+        Assert.Equal(0, ahead.Target);
+    }
+
+    [Fact]
+    public void A_filter_not_busy_that_holds_nothing_claims_only_for_its_callers_even_when_new_work_was_signalled()
+    {
+        var ahead = new ClaimAheadFilters().Get("t", Tasks, T0);
+
+        Assert.Equal(0, ahead.Plan(1, fresh: true, T0, Options));
+    }
 }
