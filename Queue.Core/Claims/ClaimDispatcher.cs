@@ -98,10 +98,11 @@ public sealed partial class ClaimDispatcher
     internal bool AnswersFromMemory { get; set; } = true;
 
     /// <summary>
-    /// Whether <paramref name="ahead"/>'s buffer may answer: no new work was signalled since the claim that last read
-    /// the database for its filter (it may wait there, ahead of what is held). Under <see cref="gate"/>.
+    /// Whether <paramref name="ahead"/>'s buffer may answer: no new work was signalled (up to
+    /// <paramref name="generation"/>, a <see cref="WorkSignal.Generation"/> read) since the claim that last read the
+    /// database for its filter (it may wait there, ahead of what is held). Under <see cref="gate"/>.
     /// </summary>
-    private bool Trusted(ClaimAheadBuffer ahead) => AnswersFromMemory && ahead.SeenSignal == signal.Generation;
+    private bool Trusted(ClaimAheadBuffer ahead, long generation) => AnswersFromMemory && ahead.SeenSignal == generation;
 
     /// <summary>Items held for <paramref name="request"/>'s task filter (tests).</summary>
     internal int BufferedFor(ClaimRequest request)
@@ -222,10 +223,10 @@ public sealed partial class ClaimDispatcher
     /// in between is among the tenants it names. Trusted only from the flush's start, the buffer sent every caller to a
     /// second transaction (12 ms in a trace) while it held the items whose turn came next.
     /// </remarks>
-    private (Action Starts, Action<IReadOnlySet<long>> Saw) FirstRound(ClaimAheadBuffer ahead)
+    private FirstRoundWatch FirstRound(ClaimAheadBuffer ahead)
     {
         var generation = -1L;
-        return (() => generation = signal.Generation, tenants =>
+        return new(() => generation = signal.Generation, tenants =>
         {
             lock (gate)
             {
@@ -403,7 +404,7 @@ public sealed partial class ClaimDispatcher
                 }
                 // New work was signalled since the filter's last claim: this flush's transaction sees it, the buffer
                 // may not hold the item that comes first.
-                var trusted = Trusted(ahead);
+                var trusted = Trusted(ahead, generation);
                 ahead.SeenSignal = generation;
                 ahead.DropStale(now);
                 stale.AddRange(ahead.Stale);
@@ -599,7 +600,7 @@ public sealed partial class ClaimDispatcher
             var ahead = aheads.Get(request.Key, request.Tasks, at);
             ahead.Called(at, request.Max);
             ahead.DropStale(at.UtcDateTime);
-            holding = ahead.Count > 0 && Trusted(ahead);
+            holding = ahead.Count > 0 && Trusted(ahead, signal.Generation);
             return ahead;
         }
     }
@@ -618,7 +619,7 @@ public sealed partial class ClaimDispatcher
         Waiter? refill = null;
         lock (gate)
         {
-            if (!aheads.TryGet(request.Key, out var ahead) || !Trusted(ahead))
+            if (!aheads.TryGet(request.Key, out var ahead) || !Trusted(ahead, signal.Generation))
             {
                 return default;
             }

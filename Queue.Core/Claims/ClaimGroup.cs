@@ -22,8 +22,8 @@ internal sealed class ClaimGroup(string key, IReadOnlyList<string> tasks, IReadO
 
     /// <summary>The transaction's order for these callers. Asked again, it starts over: the slots' owners are kept
     /// once, so <see cref="Share"/> never hands a caller a reservation meant for the buffer.</summary>
-    /// <param name="firstRound">Become the order's <see cref="ClaimOrder.FirstRoundStarts"/> and <see cref="ClaimOrder.SawFirstRound"/>.</param>
-    public ClaimOrder Order(DateTime now, ClaimOptions o, (Action Starts, Action<IReadOnlySet<long>> Saw)? firstRound = null)
+    /// <param name="firstRound">Becomes the order's <see cref="ClaimOrder.FirstRound"/>.</param>
+    public ClaimOrder Order(DateTime now, ClaimOptions o, FirstRoundWatch? firstRound = null)
     {
         slotOwners.Clear();
         var slots = new List<ClaimSlot>();
@@ -40,7 +40,7 @@ internal sealed class ClaimGroup(string key, IReadOnlyList<string> tasks, IReadO
         {
             slots.Add(new ClaimSlot(null, reservedUntil, Reservation: true));
         }
-        order = new ClaimOrder(Tasks, slots) { FirstRoundStarts = firstRound?.Starts, SawFirstRound = firstRound?.Saw };
+        order = new ClaimOrder(Tasks, slots) { FirstRound = firstRound };
         return order;
     }
 

@@ -38,18 +38,18 @@ public sealed record ClaimOrder(IReadOnlyList<string> Tasks, IReadOnlyList<Claim
     /// </summary>
     public HashSet<long> Waiting { get; } = [];
 
-    /// <summary>
-    /// Told <see cref="Waiting"/> as soon as the first round's lanes are read, while the transaction goes on locking
-    /// and writing: the claim-ahead buffer then knows at once which tenant it went to the database for.
-    /// </summary>
-    public Action<IReadOnlySet<long>>? SawFirstRound { get; init; }
-
-    /// <summary>
-    /// Called right before the first round reads the lanes. Claims read committed, afresh per statement, so whatever
-    /// committed before this call is in what <see cref="SawFirstRound"/> is then told.
-    /// </summary>
-    public Action? FirstRoundStarts { get; init; }
+    /// <summary>Who is told about the claim's first round (<see cref="FirstRoundWatch"/>).</summary>
+    public FirstRoundWatch? FirstRound { get; init; }
 }
+
+/// <summary>
+/// A claim's first round, told as it happens: the claim-ahead buffer then knows which tenants wait in the database
+/// while the transaction goes on locking and writing.
+/// </summary>
+/// <param name="Starts">Called right before the first round reads the lanes. Claims read committed, afresh per
+/// statement, so whatever committed before this call is in what <paramref name="Saw"/> is then told.</param>
+/// <param name="Saw">Told <see cref="ClaimOrder.Waiting"/> as soon as the first round's lanes are read.</param>
+public sealed record FirstRoundWatch(Action Starts, Action<IReadOnlySet<long>> Saw);
 
 public enum FinishOutcome
 {

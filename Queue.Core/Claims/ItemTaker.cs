@@ -33,14 +33,14 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
 
     /// <summary>Takes one item per slot (fewer if the queue runs dry), in claim order: item k of the answer gets slot k.</summary>
     /// <param name="order">Its <see cref="ClaimOrder.Waiting"/> gets the tenants of the first round's lanes, and its
-    /// <see cref="ClaimOrder.SawFirstRound"/> is told them as soon as they are read.</param>
+    /// <see cref="ClaimOrder.FirstRound"/> is told them as soon as they are read.</param>
     /// <param name="last">The claim's last walk: its closing batch carries the COMMIT.</param>
     /// <param name="walked">Gets the items taken, before the closing batch: should the COMMIT it carries get no answer,
     /// the claim still knows what it wrote (<see cref="ClaimEngine"/>).</param>
     public async Task<List<TakenItem>> TakeAsync(ClaimTransaction tx, ClaimOrder order, DateTime now, bool last, List<TakenItem> walked, CancellationToken ct)
     {
         var (tasks, waiting) = (order.Tasks, order.Waiting);
-        var walk = new Walk(order.Slots, now) { SawFirstRound = order.SawFirstRound, FirstRoundStarts = order.FirstRoundStarts };
+        var walk = new Walk(order.Slots, now) { FirstRound = order.FirstRound };
         held.SkipIn(walk.Visited, now);
         for (var round = 0; round < MaxRounds && !walk.Full; round++)
         {
@@ -68,14 +68,14 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
         var limit = walk.Visited.Count + Math.Max(LanesPerRound, walk.Wanted);
         if (walk.Rounds == 0)
         {
-            walk.FirstRoundStarts?.Invoke();
+            walk.FirstRound?.Starts();
         }
         var lanes = await selector.SelectAsync(tx.Connection, new LaneQuery(tasks, now, limit, walk.QuotaWanted, walk.Visited), ct);
         var fresh = lanes.Where(l => !walk.Visited.Contains((l.JobId, l.Task))).ToList();
         if (walk.Rounds++ == 0)
         {
             walk.Waiting.UnionWith(lanes.Where(l => !l.Override).Select(l => l.TenantId));
-            walk.SawFirstRound?.Invoke(walk.Waiting);
+            walk.FirstRound?.Saw(walk.Waiting);
         }
         if (fresh.Count == 0)
         {
@@ -381,9 +381,7 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
         /// <summary>The tenants of the first round's lanes (see <see cref="ClaimOrder.Waiting"/>).</summary>
         public HashSet<long> Waiting { get; } = [];
 
-        public Action<IReadOnlySet<long>>? SawFirstRound { get; init; }
-
-        public Action? FirstRoundStarts { get; init; }
+        public FirstRoundWatch? FirstRound { get; init; }
 
         public int Rounds { get; set; }
 

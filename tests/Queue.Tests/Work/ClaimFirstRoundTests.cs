@@ -6,7 +6,7 @@ namespace Queue.Tests.Work;
 
 /// <summary>
 /// A claim says which tenants wait in the database as soon as its first round has read the lanes, before it locks or
-/// takes anything (<see cref="ClaimOrder.SawFirstRound"/>): the claim-ahead buffer learns them while the transaction
+/// takes anything (<see cref="ClaimOrder.FirstRound"/>): the claim-ahead buffer learns them while the transaction
 /// runs, not after it (docs/DESIGN.md "Claim-ahead that keeps the policy").
 /// </summary>
 public sealed class ClaimFirstRoundTests(ApiFixture fx) : IClassFixture<ApiFixture>
@@ -21,12 +21,12 @@ public sealed class ClaimFirstRoundTests(ApiFixture fx) : IClassFixture<ApiFixtu
         var seen = new List<(long[] Tenants, long Leased)>();
         var order = new ClaimOrder(["text"], slots)
         {
-            SawFirstRound = tenants =>
+            FirstRound = new(() => { }, tenants =>
             {
                 // Asked here, on another connection, the claim has not taken the item yet.
                 using var other = fx.DataSource.OpenConnection();
                 seen.Add(([.. tenants], other.ExecuteScalar<long>("SELECT COUNT(*) FROM items WHERE job_id = @job AND lease_expires_at IS NOT NULL", new { job })));
-            },
+            }),
         };
 
         var claimed = await engine.ClaimAsync([order], default);

@@ -80,10 +80,6 @@ public sealed class HandoutTests(HandoutFixture fx) : IClassFixture<HandoutFixtu
         Assert.Equal(1, await fx.ScalarAsync<int>("SELECT attempt FROM item_errors WHERE item_id = @Id", new { Id = id }));
     }
 
-    /// <summary>
-    /// A job of its own task, two /next calls that teach the process the demand and fill the buffer, then a third that
-    /// the buffer serves; checks that the third answer came from memory (its row is still a reservation).
-    /// </summary>
     [Fact]
     public async Task Work_that_commits_after_a_claim_began_but_before_it_read_the_lanes_does_not_send_the_next_caller_to_another_transaction()
     {
@@ -122,6 +118,10 @@ public sealed class HandoutTests(HandoutFixture fx) : IClassFixture<HandoutFixtu
         }
     }
 
+    /// <summary>
+    /// A job of its own task, two /next calls that teach the process the demand and fill the buffer, then a third that
+    /// the buffer serves; checks that the third answer came from memory (its row is still a reservation).
+    /// </summary>
     private async Task<(JsonElement Item, string Task)> ServedFromMemoryAsync(string task, int lease)
     {
         var (tenant, _) = await fx.NewCustomerAsync();
