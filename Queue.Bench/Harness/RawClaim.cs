@@ -11,13 +11,18 @@ namespace Queue.Bench.Harness;
 public static class RawClaim
 {
     /// <summary>Claims one item in its own READ COMMITTED transaction; fails loudly when the lanes ran dry.</summary>
-    public static async Task OnceAsync(ClaimEngine engine, MySqlDataSource db, string[] tasks, string worker)
+    public static async Task OnceAsync(ClaimEngine engine, MySqlDataSource db, string[] tasks, string worker) =>
+        await TakeAsync(engine, tasks, worker);
+
+    /// <summary>As <see cref="OnceAsync"/>, and returns the item taken, for a caller that finishes it.</summary>
+    public static async Task<IReadOnlyList<TakenItem>> TakeAsync(ClaimEngine engine, string[] tasks, string worker)
     {
         var now = DateTime.UtcNow;
-        var got = (await engine.ClaimAsync([new ClaimOrder(tasks, [new ClaimSlot(worker, now.AddMinutes(30), false)])], CancellationToken.None))[0].Count;
-        if (got == 0)
+        var taken = (await engine.ClaimAsync([new ClaimOrder(tasks, [new ClaimSlot(worker, now.AddMinutes(30), false)])], CancellationToken.None))[0];
+        if (taken.Count == 0)
         {
             throw new InvalidOperationException($"the {string.Join(',', tasks)} lanes ran dry: seed more items");
         }
+        return taken;
     }
 }
