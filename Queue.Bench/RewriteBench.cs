@@ -20,8 +20,8 @@ namespace Queue.Bench;
 /// <c>rewrite</c>: (1) the ordering rewrite (Core's OrderingRewriter, as the Scheduler runs it) over 100k jobs with
 /// work, alternating modes so every lane changes, each once purge has caught up with the one before (as an hourly
 /// rewrite finds it); (2) claim latency with the real Core claim transaction (one item per
-/// READ COMMITTED transaction, as ClaimBench's raw figure) at 16 claimers, without a rewrite and while rewrites run
-/// back to back. Options: <c>--jobs N</c> (default 100000), <c>--seconds N</c> per claim phase (default 15),
+/// READ COMMITTED transaction, as ClaimBench's raw figure, each item completed after its claim, untimed) at 16
+/// claimers, without a rewrite and while rewrites run back to back. Options: <c>--jobs N</c> (default 100000), <c>--seconds N</c> per claim phase (default 15),
 /// <c>--claimers N</c> (default 16), <c>--method swap|in-place</c> (Ordering:RewriteMethod, default swap), <c>--digests</c> (the costliest statements of each claim phase; see
 /// <see cref="StatementDigests"/>).
 /// </summary>
