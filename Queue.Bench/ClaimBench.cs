@@ -60,7 +60,7 @@ public static class ClaimBench
         var raw = new Dictionary<int, (double Rate, HistogramBase Latency)>();
         foreach (var n in Concurrency)
         {
-            raw[n] = await RawAsync(engine, db, $"raw-{n}", n, TimeSpan.FromSeconds(seconds));
+            raw[n] = await RawAsync(engine, $"raw-{n}", n, TimeSpan.FromSeconds(seconds));
             Report.Row($"(1) raw SQL claim, {n} claimers", raw[n].Rate, raw[n].Latency, 0, "claims/s");
         }
 
@@ -156,7 +156,7 @@ public static class ClaimBench
         await conn.ExecuteAsync(new CommandDefinition(ClaimBenchSql.SeedLanes, new { Task = task, First = first, Last = last, Now = now }, commandTimeout: 600));
     }
 
-    private static async Task<(double Rate, HistogramBase Latency)> RawAsync(ClaimEngine engine, MySqlDataSource db, string task, int claimers, TimeSpan duration)
+    private static async Task<(double Rate, HistogramBase Latency)> RawAsync(ClaimEngine engine, string task, int claimers, TimeSpan duration)
     {
         var latency = Report.NewHistogram();
         long claims = 0;
@@ -167,7 +167,7 @@ public static class ClaimBench
             while (watch.Elapsed < duration)
             {
                 var t0 = Stopwatch.GetTimestamp();
-                await RawClaim.OnceAsync(engine, db, tasks, "raw");
+                await RawClaim.OnceAsync(engine, tasks, "raw");
                 Report.Record(latency, t0);
                 Interlocked.Increment(ref claims);
             }

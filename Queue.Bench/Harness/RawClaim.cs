@@ -1,6 +1,4 @@
-using MySqlConnector;
 using Queue.Core.Claims;
-using Queue.Core.Data;
 
 namespace Queue.Bench.Harness;
 
@@ -11,8 +9,7 @@ namespace Queue.Bench.Harness;
 public static class RawClaim
 {
     /// <summary>Claims one item in its own READ COMMITTED transaction; fails loudly when the lanes ran dry.</summary>
-    public static async Task OnceAsync(ClaimEngine engine, MySqlDataSource db, string[] tasks, string worker) =>
-        await TakeAsync(engine, tasks, worker);
+    public static Task OnceAsync(ClaimEngine engine, string[] tasks, string worker) => TakeAsync(engine, tasks, worker);
 
     /// <summary>As <see cref="OnceAsync"/>, and returns the item taken, for a caller that finishes it.</summary>
     public static async Task<IReadOnlyList<TakenItem>> TakeAsync(ClaimEngine engine, string[] tasks, string worker)

@@ -66,13 +66,15 @@ internal sealed class ItemTaker(ILaneSelector selector, ClaimCounters counters, 
     private async Task<bool> RoundAsync(ClaimTransaction tx, IReadOnlyList<string> tasks, Walk walk, DateTime now, CancellationToken ct)
     {
         var limit = walk.Visited.Count + Math.Max(LanesPerRound, walk.Wanted);
-        if (walk.Rounds == 0)
+        var first = walk.Rounds == 0;
+        if (first)
         {
             walk.FirstRound?.Starts();
         }
         var lanes = await selector.SelectAsync(tx.Connection, new LaneQuery(tasks, now, limit, walk.QuotaWanted, walk.Visited), ct);
         var fresh = lanes.Where(l => !walk.Visited.Contains((l.JobId, l.Task))).ToList();
-        if (walk.Rounds++ == 0)
+        walk.Rounds++;
+        if (first)
         {
             walk.Waiting.UnionWith(lanes.Where(l => !l.Override).Select(l => l.TenantId));
             walk.FirstRound?.Saw(walk.Waiting);
