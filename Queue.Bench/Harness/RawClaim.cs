@@ -14,12 +14,18 @@ public static class RawClaim
     /// <summary>As <see cref="OnceAsync"/>, and returns the item taken, for a caller that finishes it.</summary>
     public static async Task<IReadOnlyList<TakenItem>> TakeAsync(ClaimEngine engine, string[] tasks, string worker)
     {
-        var now = DateTime.UtcNow;
-        var taken = (await engine.ClaimAsync([new ClaimOrder(tasks, [new ClaimSlot(worker, now.AddMinutes(30), false)])], CancellationToken.None))[0];
+        var taken = await TryTakeAsync(engine, tasks, worker);
         if (taken.Count == 0)
         {
             throw new InvalidOperationException($"the {string.Join(',', tasks)} lanes ran dry: seed more items");
         }
         return taken;
+    }
+
+    /// <summary>As <see cref="TakeAsync"/>, for a caller that counts empty answers itself.</summary>
+    public static async Task<IReadOnlyList<TakenItem>> TryTakeAsync(ClaimEngine engine, string[] tasks, string worker)
+    {
+        var now = DateTime.UtcNow;
+        return (await engine.ClaimAsync([new ClaimOrder(tasks, [new ClaimSlot(worker, now.AddMinutes(30), false)])], CancellationToken.None))[0];
     }
 }

@@ -44,4 +44,27 @@ public static class ClaimBenchSql
         FROM information_schema.GLOBAL_STATUS
         WHERE VARIABLE_NAME IN ('INNODB_HISTORY_LIST_LENGTH', 'INNODB_BUFFER_POOL_PAGES_DIRTY')
         """;
+
+    // ---- What the ordering looked like when a claim came back empty (Queue.Bench rewrite): bench-only reads, each a
+    //      walk of a few rows or a count the bench pays for only on an empty answer.
+
+    /// <summary>Lanes a claim could have walked at @Now (a scan of ix_ordering_any).</summary>
+    public const string ClaimableLanes = "SELECT COUNT(*) FROM ordering WHERE blocked = 0 AND available_at <= @Now";
+
+    /// <summary>The swap's state: its work tables and what its triggers write (notes or mirrors).</summary>
+    public const string SwapState = """
+        SELECT CONCAT(
+          (SELECT GROUP_CONCAT(TABLE_NAME ORDER BY TABLE_NAME) FROM information_schema.TABLES
+           WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'ordering%'),
+          '; triggers: ',
+          COALESCE((SELECT GROUP_CONCAT(DISTINCT IF(ACTION_STATEMENT LIKE '%ordering_next%', 'mirror', 'note'))
+                    FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() AND EVENT_OBJECT_TABLE = 'ordering'), 'none'))
+        """;
+
+    /// <summary>The head of the claim order as a walk sees it (ix_ordering_any, LIMIT 3).</summary>
+    public const string HeadLanes = """
+        SELECT CONCAT(job_id, ' value ', value, ' ', mode, ' hint ', DATE_FORMAT(available_at, '%H:%i:%s.%f'))
+        FROM ordering FORCE INDEX (ix_ordering_any) WHERE blocked = 0
+        ORDER BY value, job_id LIMIT 3
+        """;
 }
