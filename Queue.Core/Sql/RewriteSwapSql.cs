@@ -57,6 +57,12 @@ public static class RewriteSwapSql
     /// <summary>Bounds how long a DDL statement below waits for ordering's metadata lock, and so how long claims queue behind it.</summary>
     public const string BoundMetadataWait = "SET SESSION lock_wait_timeout = 1";
 
+    /// <summary>
+    /// A DDL statement below takes ordering's metadata lock only if nobody holds it at that instant, and fails at once
+    /// (1205) otherwise: a statement that waits for it queues every claim that comes after behind it.
+    /// </summary>
+    public const string NoMetadataWait = "SET SESSION lock_wait_timeout = 0";
+
     public const string CreateNext = "CREATE TABLE ordering_next LIKE ordering";
 
     /// <summary>While the copy runs: the key of every lane written, whatever the writer.</summary>
