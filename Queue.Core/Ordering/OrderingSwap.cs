@@ -61,7 +61,7 @@ internal static class OrderingSwap
         await conn.ExecuteAsync(Cmd(RewriteSwapSql.BoundMetadataWait, ct));
         await CleanUpAsync(conn, await TriggersLeftAsync(conn, ct), ct);
         await conn.ExecuteAsync(Cmd(RewriteSwapSql.CreateNext, ct));
-        await TriggersAsync(conn, RewriteSwapSql.LockForNotes, RewriteSwapSql.NoteTriggers, ct);
+        await TriggersAsync(conn, RewriteSwapSql.NoteTriggers, ct);
     }
 
     /// <summary>
@@ -152,7 +152,7 @@ internal static class OrderingSwap
     {
         if (triggersLeft)
         {
-            await TriggersAsync(conn, RewriteSwapSql.LockForNotes, RewriteSwapSql.DropTriggers, ct);
+            await TriggersAsync(conn, RewriteSwapSql.DropTriggers, ct);
         }
         await conn.ExecuteAsync(Cmd(RewriteSwapSql.DropWorkTables, ct));
         await conn.ExecuteAsync(Cmd(RewriteSwapSql.ForgetTouched, ct));
@@ -182,7 +182,7 @@ internal static class OrderingSwap
     /// </summary>
     public static async Task CatchUpAsync(MySqlConnection conn, long bandBase, long oldestShift, DateTime now, CancellationToken ct)
     {
-        await TriggersAsync(conn, RewriteSwapSql.LockForMirror, RewriteSwapSql.MirrorTriggers(oldestShift), ct);
+        await TriggersAsync(conn, RewriteSwapSql.MirrorTriggers(oldestShift), ct);
         await Retry.OnDeadlockAsync(async c =>
         {
             await using var tx = await conn.BeginReadCommittedAsync(c);
@@ -206,26 +206,21 @@ internal static class OrderingSwap
     }
 
     /// <summary>
-    /// Trigger statements under one table lock (<see cref="RewriteSwapSql.LockForNotes"/>), taken when ordering is free
-    /// (<see cref="WhenFreeAsync{T}"/>).
+    /// Trigger statements one at a time, each when ordering is free (<see cref="WhenFreeAsync{T}"/>). Each holds ordering
+    /// whole only for its own 1-7 ms; under one LOCK TABLES the three of a phase held it for all of theirs at once,
+    /// which a statement that waited for the lock needed, and one that asks without waiting does not. Safe one by one:
+    /// each waits for every transaction that wrote under the triggers before it, so by the time the last is in place,
+    /// every write that no trigger of the new phase saw has committed (before the copy reads, or before the catch-up
+    /// reads the notes).
     /// </summary>
-    private static Task<int> TriggersAsync(MySqlConnection conn, string lockTables, string[] statements, CancellationToken ct) =>
-        WhenFreeAsync(conn, async c =>
+    private static async Task<int> TriggersAsync(MySqlConnection conn, string[] statements, CancellationToken ct)
+    {
+        foreach (var sql in statements)
         {
-            await conn.ExecuteAsync(Cmd(lockTables, c));
-            try
-            {
-                foreach (var sql in statements)
-                {
-                    await conn.ExecuteAsync(Cmd(sql, c));
-                }
-            }
-            finally
-            {
-                await conn.ExecuteAsync(Cmd(RewriteSwapSql.Unlock, CancellationToken.None));
-            }
-            return statements.Length;
-        }, ct);
+            await DdlAsync(conn, sql, ct);
+        }
+        return statements.Length;
+    }
 
     /// <summary>A DDL statement on ordering, taken when ordering is free (<see cref="WhenFreeAsync{T}"/>).</summary>
     private static Task<int> DdlAsync(MySqlConnection conn, string sql, CancellationToken ct) =>

@@ -28,16 +28,6 @@ public static class RewriteSwapSql
         WHERE TRIGGER_SCHEMA = DATABASE() AND EVENT_OBJECT_TABLE = 'ordering' AND TRIGGER_NAME LIKE 'ordering\_rewrite\_%'
         """;
 
-    /// <summary>
-    /// Each change of ordering's triggers waits for the transactions in flight on ordering and holds new ones until it is
-    /// done. Under one table lock the three triggers of a phase cost one such wait instead of three: with nine trigger
-    /// statements more per rewrite, claim p99 during rewrites rose from 73 to 86 ms (100k jobs).
-    /// </summary>
-    public const string LockForNotes = "LOCK TABLES ordering WRITE, ordering_touched WRITE";
-
-    public const string LockForMirror = "LOCK TABLES ordering WRITE, ordering_next WRITE, ordering_touched WRITE";
-
-    public const string Unlock = "UNLOCK TABLES";
 
     public const string DropWorkTables = "DROP TABLE IF EXISTS ordering_next, ordering_retired";
 
