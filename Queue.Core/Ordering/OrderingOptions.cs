@@ -48,7 +48,7 @@ public sealed class OrderingOptions
     /// <summary>
     /// How the rewrite writes the new ordering: <c>swap</c> builds it beside the old one, in bulk, and renames it into
     /// place (docs/DESIGN.md "The swap rewrite"); <c>in-place</c> moves every lane in place in one transaction, tail of
-    /// the claim order first. The swap needs the TRIGGER, CREATE, DROP, ALTER and LOCK TABLES privileges on the database.
+    /// the claim order first. The swap needs the TRIGGER, CREATE, DROP and ALTER privileges on the database.
     /// </summary>
     public string RewriteMethod { get; set; } = Swap;
 
