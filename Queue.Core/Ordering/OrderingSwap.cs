@@ -236,8 +236,8 @@ internal static class OrderingSwap
     /// <summary>
     /// Runs a step that needs ordering's metadata lock exclusively. A statement that waits for that lock holds back every
     /// claim that comes after it until the transactions before it have ended (MDL grants a waiting exclusive request
-    /// first), and claims that began meanwhile took 40-85 ms against 32 without a rewrite (docs/DESIGN.md "What claims
-    /// pay during a swap"). So the step first asks without waiting (<see cref="RewriteSwapSql.NoMetadataWait"/>) every
+    /// first), and claims that began meanwhile took 40-85 ms against 32 without a rewrite (docs/DESIGN.md "The swap
+    /// rewrite"). So the step first asks without waiting (<see cref="RewriteSwapSql.NoMetadataWait"/>) every
     /// 1-3 ms, which queues nobody; claims hold ordering for a statement at a time, so the lock is free most instants.
     /// </summary>
     private static async Task<T> WhenFreeAsync<T>(MySqlConnection conn, Func<CancellationToken, Task<T>> step, CancellationToken ct)

@@ -7,7 +7,7 @@ namespace Queue.Tests.Scheduler;
 
 /// <summary>
 /// The swap's steps that need ordering whole (its triggers, its rename) against a transaction that keeps ordering open,
-/// as a claim, an upload or a long report does: docs/DESIGN.md "The swap rewrite", "What claims pay during a swap".
+/// as a claim, an upload or a long report does: docs/DESIGN.md "The swap rewrite".
 /// </summary>
 public sealed class SwapMetadataLockTests
 {
