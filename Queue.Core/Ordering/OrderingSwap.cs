@@ -1,3 +1,4 @@
+using System.Diagnostics;
 using Dapper;
 using MySqlConnector;
 using Queue.Core.Data;
@@ -206,25 +207,20 @@ internal static class OrderingSwap
     }
 
     /// <summary>
-    /// Trigger statements one at a time, each when ordering is free (<see cref="WhenFreeAsync{T}"/>). Each holds ordering
+    /// Trigger statements one at a time, each when ordering is free (<see cref="DdlAsync"/>). Each holds ordering
     /// whole only for its own 1-7 ms; under one LOCK TABLES the three of a phase held it for all of theirs at once,
     /// which a statement that waited for the lock needed, and one that asks without waiting does not. Safe one by one:
     /// each waits for every transaction that wrote under the triggers before it, so by the time the last is in place,
     /// every write that no trigger of the new phase saw has committed (before the copy reads, or before the catch-up
     /// reads the notes).
     /// </summary>
-    private static async Task<int> TriggersAsync(MySqlConnection conn, string[] statements, CancellationToken ct)
+    private static async Task TriggersAsync(MySqlConnection conn, string[] statements, CancellationToken ct)
     {
         foreach (var sql in statements)
         {
             await DdlAsync(conn, sql, ct);
         }
-        return statements.Length;
     }
-
-    /// <summary>A DDL statement on ordering, taken when ordering is free (<see cref="WhenFreeAsync{T}"/>).</summary>
-    private static Task<int> DdlAsync(MySqlConnection conn, string sql, CancellationToken ct) =>
-        WhenFreeAsync(conn, c => conn.ExecuteAsync(Cmd(sql, c)), ct);
 
     /// <summary>
     /// How long a step tries for an instant when no transaction holds ordering before it queues for the lock like any
@@ -234,40 +230,29 @@ internal static class OrderingSwap
     internal static readonly TimeSpan FreeWindowSearch = TimeSpan.FromSeconds(5);
 
     /// <summary>
-    /// Runs a step that needs ordering's metadata lock exclusively. A statement that waits for that lock holds back every
-    /// claim that comes after it until the transactions before it have ended (MDL grants a waiting exclusive request
-    /// first), and claims that began meanwhile took 40-85 ms against 32 without a rewrite (docs/DESIGN.md "The swap
-    /// rewrite"). So the step first asks without waiting (<see cref="RewriteSwapSql.NoMetadataWait"/>) every
+    /// A DDL statement that needs ordering's metadata lock exclusively. A statement that waits for that lock holds back
+    /// every claim that comes after it until the transactions before it have ended (MDL grants a waiting exclusive
+    /// request first), and claims that began meanwhile took 40-85 ms against 32 without a rewrite (docs/DESIGN.md "The
+    /// swap rewrite"). So it is first asked without waiting (<see cref="RewriteSwapSql.WithoutMetadataWait"/>) every
     /// 1-3 ms, which queues nobody; claims hold ordering for a statement at a time, so the lock is free most instants.
     /// </summary>
-    private static async Task<T> WhenFreeAsync<T>(MySqlConnection conn, Func<CancellationToken, Task<T>> step, CancellationToken ct)
+    private static async Task DdlAsync(MySqlConnection conn, string sql, CancellationToken ct)
     {
-        var started = System.Diagnostics.Stopwatch.GetTimestamp();
-        await conn.ExecuteAsync(Cmd(RewriteSwapSql.NoMetadataWait, ct));
-        try
+        var started = Stopwatch.GetTimestamp();
+        var asked = RewriteSwapSql.WithoutMetadataWait(sql);
+        while (Stopwatch.GetElapsedTime(started) < FreeWindowSearch)
         {
-            while (true)
+            try
             {
-                try
-                {
-                    return await step(ct);
-                }
-                catch (MySqlException e) when (e.ErrorCode == MySqlErrorCode.LockWaitTimeout
-                                               && System.Diagnostics.Stopwatch.GetElapsedTime(started) < FreeWindowSearch)
-                {
-                    await Task.Delay(TimeSpan.FromMilliseconds(Random.Shared.Next(1, 4)), ct);
-                }
-                catch (MySqlException e) when (e.ErrorCode == MySqlErrorCode.LockWaitTimeout)
-                {
-                    break;
-                }
+                await conn.ExecuteAsync(Cmd(asked, ct));
+                return;
+            }
+            catch (MySqlException e) when (e.ErrorCode == MySqlErrorCode.LockWaitTimeout)
+            {
+                await Task.Delay(TimeSpan.FromMilliseconds(Random.Shared.Next(1, 4)), ct);
             }
         }
-        finally
-        {
-            await conn.ExecuteAsync(Cmd(RewriteSwapSql.BoundMetadataWait, CancellationToken.None));
-        }
-        return await Retry.OnDeadlockAsync(step, ct, attempts: 10);
+        await Retry.OnDeadlockAsync(c => conn.ExecuteAsync(Cmd(sql, c)), ct, attempts: 10);
     }
 
     private static CommandDefinition Cmd(string sql, CancellationToken ct) => new(sql, cancellationToken: ct);

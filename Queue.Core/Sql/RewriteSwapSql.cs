@@ -28,7 +28,6 @@ public static class RewriteSwapSql
         WHERE TRIGGER_SCHEMA = DATABASE() AND EVENT_OBJECT_TABLE = 'ordering' AND TRIGGER_NAME LIKE 'ordering\_rewrite\_%'
         """;
 
-
     public const string DropWorkTables = "DROP TABLE IF EXISTS ordering_next, ordering_retired";
 
     public const string ForgetTouched = "TRUNCATE TABLE ordering_touched";
@@ -48,10 +47,11 @@ public static class RewriteSwapSql
     public const string BoundMetadataWait = "SET SESSION lock_wait_timeout = 1";
 
     /// <summary>
-    /// A DDL statement below takes ordering's metadata lock only if nobody holds it at that instant, and fails at once
-    /// (1205) otherwise: a statement that waits for it queues every claim that comes after behind it.
+    /// <paramref name="ddl"/> taking ordering's metadata lock only if nobody holds it at that instant, failing at once
+    /// (1205) otherwise: a statement that waits for it queues every claim that comes after behind it. For this statement
+    /// alone, so the session keeps <see cref="BoundMetadataWait"/>.
     /// </summary>
-    public const string NoMetadataWait = "SET SESSION lock_wait_timeout = 0";
+    public static string WithoutMetadataWait(string ddl) => "SET STATEMENT lock_wait_timeout = 0 FOR " + ddl;
 
     public const string CreateNext = "CREATE TABLE ordering_next LIKE ordering";
 
