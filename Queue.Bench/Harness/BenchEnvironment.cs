@@ -23,7 +23,8 @@ public sealed class BenchEnvironment : IAsyncDisposable
 
     /// <summary>
     /// The runtime knobs run.sh gives Queue.Api (the runtime reads them only from the environment): a 2 MB gen0 budget,
-    /// 1 MB GC regions, and no precompiled framework code (README "Memory", scripts/services.sh `start_api`). Every
+    /// 1 MB GC regions, no precompiled framework code, and socket completions inline (README "Memory",
+    /// scripts/services.sh `start_api`). Every
     /// benchmark's Api starts with them, so each measures the Api as run.sh runs it.
     /// </summary>
     public static Dictionary<string, string> ApiRuntimeSettings() => new()
@@ -31,6 +32,7 @@ public sealed class BenchEnvironment : IAsyncDisposable
         ["DOTNET_GCgen0size"] = "0x200000",
         ["DOTNET_GCRegionSize"] = "0x100000",
         ["DOTNET_ReadyToRun"] = "0",
+        ["DOTNET_SYSTEM_NET_SOCKETS_INLINE_COMPLETIONS"] = "1",
     };
 
     public PrivateMariaDb Server { get; }
