@@ -24,8 +24,8 @@ public sealed class BenchEnvironment : IAsyncDisposable
     /// <summary>
     /// The runtime knobs run.sh gives Queue.Api (the runtime reads them only from the environment): a 2 MB gen0 budget,
     /// 1 MB GC regions, no precompiled framework code, and socket completions inline (README "Memory",
-    /// scripts/services.sh `start_api`). Every
-    /// benchmark's Api starts with them, so each measures the Api as run.sh runs it.
+    /// scripts/services.sh `start_api`). Every benchmark's Api starts with them, so each measures the Api as run.sh
+    /// runs it.
     /// </summary>
     public static Dictionary<string, string> ApiRuntimeSettings() => new()
     {
