@@ -2,6 +2,7 @@ using System.Diagnostics;
 using System.Globalization;
 using Dapper;
 using HdrHistogram;
+using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
 using Microsoft.Extensions.Options;
 using MySqlConnector;
@@ -58,7 +59,9 @@ public static class RewriteBench
         // The rewriter's own clock steps one period per rewrite, so each rewrite flips the mode and rewrites every lane.
         var clock = new SteppedClock(DateTimeOffset.UtcNow);
         var calendar = new OrderingCalendar(clock, Options.Create(new OrderingOptions()));
-        var rewriter = new OrderingRewriter(db, calendar, new OrderingLanes(calendar, clock), clock, Options.Create(new OrderingOptions { RewriteMethod = method }), NullLogger<OrderingRewriter>.Instance);
+        // The rewriter's warnings and errors go to the console: a swap dropped and built again (event 4006) shows there.
+        using var logs = LoggerFactory.Create(b => b.AddSimpleConsole(o => o.SingleLine = true).SetMinimumLevel(LogLevel.Warning));
+        var rewriter = new OrderingRewriter(db, calendar, new OrderingLanes(calendar, clock), clock, Options.Create(new OrderingOptions { RewriteMethod = method }), logs.CreateLogger<OrderingRewriter>());
         async Task<RewriteResult> RewriteNextAsync()
         {
             var r = await rewriter.RewriteAsync("bench");
@@ -223,11 +226,12 @@ public static class RewriteBench
                 }
                 var taken = await RawClaim.TryTakeAsync(engine, tasks, "bench");
                 Report.Record(latency, t0);
+                Interlocked.Increment(ref claims);
                 if (taken.Count == 0)
                 {
                     await empties.NoteAsync(watch.Elapsed);
+                    continue;
                 }
-                Interlocked.Increment(ref claims);
                 await leases.CompleteAsync([.. taken.Select(i => new LeaseRef(i.Id, i.Token))], CancellationToken.None);
             }
         })));
@@ -264,8 +268,9 @@ public static class RewriteBench
             var claimable = await conn.ExecuteScalarAsync<long>(ClaimBenchSql.ClaimableLanes, new { Now = now });
             var swap = await conn.ExecuteScalarAsync<string>(ClaimBenchSql.SwapState);
             var head = string.Join(" | ", await conn.QueryAsync<string>(ClaimBenchSql.HeadLanes));
+            var lanes = await conn.QuerySingleAsync<string>(ClaimBenchSql.LanesByIndex);
             Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
-                $"    EMPTY claim {intoPhase.TotalSeconds:F1} s into the phase ({now:HH:mm:ss.fff}): {claimable:N0} lanes claimable just after; {swap}; head: {head}"));
+                $"    EMPTY claim {intoPhase.TotalSeconds:F1} s into the phase ({now:HH:mm:ss.fff}): {claimable:N0} lanes claimable just after; {swap}; head: {head}; lanes by index: {lanes}"));
         }
     }
 

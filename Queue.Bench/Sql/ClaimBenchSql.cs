@@ -61,6 +61,21 @@ public static class ClaimBenchSql
                     FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() AND EVENT_OBJECT_TABLE = 'ordering'), 'none'))
         """;
 
+    /// <summary>
+    /// The ordering's lanes counted in its primary key and in each index a claim walks: a bulk-loaded table whose
+    /// secondary indexes missed rows would show here as counts that disagree.
+    /// </summary>
+    public const string LanesByIndex = """
+        SELECT CONCAT('primary ', (SELECT COUNT(*) FROM ordering FORCE INDEX (PRIMARY)),
+          ', any ', (SELECT COUNT(*) FROM ordering FORCE INDEX (ix_ordering_any)),
+          ', tenant ', (SELECT COUNT(*) FROM ordering FORCE INDEX (ix_ordering_tenant)),
+          ', task ', (SELECT COUNT(*) FROM ordering FORCE INDEX (ix_ordering_task)),
+          ', task_tenant ', (SELECT COUNT(*) FROM ordering FORCE INDEX (ix_ordering_task_tenant)),
+          ', mode ', (SELECT COUNT(*) FROM ordering FORCE INDEX (ix_ordering_mode)),
+          ', with a hint due ', (SELECT COUNT(*) FROM ordering FORCE INDEX (PRIMARY) WHERE available_at <= UTC_TIMESTAMP(6)),
+          ', blocked ', (SELECT COUNT(*) FROM ordering FORCE INDEX (PRIMARY) WHERE blocked <> 0))
+        """;
+
     /// <summary>The head of the claim order as a walk sees it (ix_ordering_any, LIMIT 3).</summary>
     public const string HeadLanes = """
         SELECT CONCAT(job_id, ' value ', value, ' ', mode, ' hint ', DATE_FORMAT(available_at, '%H:%i:%s.%f'))

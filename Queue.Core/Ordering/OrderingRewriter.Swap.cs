@@ -23,7 +23,9 @@ public sealed partial class OrderingRewriter
     /// sweep touches them until this one has renamed or given up. Right before the rename the 'rewrite' lock is checked
     /// again, so a swap whose rewrite can no longer be logged gives up instead of renaming. The values stay in the
     /// current band: the rename, not a commit, makes them visible at once. Should a step fail, the triggers and the
-    /// half-built table are removed, and the old ordering stands.
+    /// half-built table are removed, and the old ordering stands. Right before the rename the new table is counted
+    /// against the old one (<see cref="OrderingSwap.CountAsync"/>): one that came short is dropped and built again, up
+    /// to <see cref="SwapAttempts"/> times, and is never renamed into place.
     /// </summary>
     private async Task<(int Ranked, int Updated, int Removed)> SwapAsync(MySqlConnection rewriteConn, MySqlTransaction rewriteTx,
         string mode, long bandBase, DateTime now, CancellationToken ct)
@@ -32,47 +34,74 @@ public sealed partial class OrderingRewriter
         await OrderingSwap.LockAsync(conn, ct);
         try
         {
-            int ranked, copied, removed;
-            try
+            for (var attempt = 1; ; attempt++)
             {
-                await OrderingSwap.PrepareAsync(conn, ct);
-                await StepAsync(SwapStep.Prepared);
-                await FillValuesAsync(conn, null, byRange: true, mode, bandBase, now, ct);
-                ranked = (int)await conn.ExecuteScalarAsync<long>(Cmd(RewriteSql.CountRanked, null, null, ct));
-                await StepAsync(SwapStep.Filled);
-                var shift = OrderingSwap.OldestShift(mode, ranked);
-                copied = await OrderingSwap.CopyAsync(conn, bandBase, shift, now, ct);
-                await StepAsync(SwapStep.Copied);
-                await OrderingSwap.CatchUpAsync(conn, bandBase, shift, now, ct);
-                await StepAsync(SwapStep.CaughtUp);
-                removed = await OrderingSwap.CountLeftOutAsync(conn, ct);
-                await StillLockedAsync(rewriteConn, rewriteTx, ct);
-                await OrderingSwap.SwapAsync(conn, ct);
-            }
-            catch (Exception e) when (e is MySqlException or OperationCanceledException or RewriteLockLostException)
-            {
-                // Not on the caller's token: a cancelled rewrite must still take its triggers away. Should that fail
-                // too, the override sweep or the next rewrite removes them, under the same fence.
                 try
                 {
-                    if (!await OrderingSwap.AbandonAsync(conn, db))
-                    {
-                        SwapLeftovers(logger, null);
-                    }
+                    return await SwapOnceAsync(conn, rewriteConn, rewriteTx, mode, bandBase, now, ct);
                 }
-                catch (MySqlException cleanup)
+                catch (SwapLostLanesException e) when (attempt < SwapAttempts)
                 {
-                    SwapLeftovers(logger, cleanup);
+                    SwapRedone(logger, e.Count.Lost, e.Count.Lanes, e.Copied, attempt);
                 }
-                throw;
             }
-            await conn.ExecuteAsync(Cmd(RewriteSql.DropValues, null, null, ct));
-            return (ranked, copied, removed);
         }
         finally
         {
             await OrderingSwap.UnlockAsync(conn);
         }
+    }
+
+    /// <summary>
+    /// How many times one rewrite builds a new ordering whose count came short (<see cref="SwapLostLanesException"/>)
+    /// before it gives up and leaves the old ordering in place for the period.
+    /// </summary>
+    internal const int SwapAttempts = 3;
+
+    private async Task<(int Ranked, int Updated, int Removed)> SwapOnceAsync(MySqlConnection conn, MySqlConnection rewriteConn,
+        MySqlTransaction rewriteTx, string mode, long bandBase, DateTime now, CancellationToken ct)
+    {
+        int ranked, copied;
+        SwapCount count;
+        try
+        {
+            await OrderingSwap.PrepareAsync(conn, ct);
+            await StepAsync(SwapStep.Prepared);
+            await FillValuesAsync(conn, null, byRange: true, mode, bandBase, now, ct);
+            ranked = (int)await conn.ExecuteScalarAsync<long>(Cmd(RewriteSql.CountRanked, null, null, ct));
+            await StepAsync(SwapStep.Filled);
+            var shift = OrderingSwap.OldestShift(mode, ranked);
+            copied = await OrderingSwap.CopyAsync(conn, bandBase, shift, now, ct);
+            await StepAsync(SwapStep.Copied);
+            await OrderingSwap.CatchUpAsync(conn, bandBase, shift, now, ct);
+            await StepAsync(SwapStep.CaughtUp);
+            count = await OrderingSwap.CountAsync(conn, ct);
+            if (count.Lost != 0)
+            {
+                throw new SwapLostLanesException(count, copied);
+            }
+            await StillLockedAsync(rewriteConn, rewriteTx, ct);
+            await OrderingSwap.SwapAsync(conn, ct);
+        }
+        catch (Exception e) when (e is MySqlException or OperationCanceledException or RewriteLockLostException or SwapLostLanesException)
+        {
+            // Not on the caller's token: a cancelled rewrite must still take its triggers away. Should that fail
+            // too, the override sweep or the next rewrite removes them, under the same fence.
+            try
+            {
+                if (!await OrderingSwap.AbandonAsync(conn, db))
+                {
+                    SwapLeftovers(logger, null);
+                }
+            }
+            catch (MySqlException cleanup)
+            {
+                SwapLeftovers(logger, cleanup);
+            }
+            throw;
+        }
+        await conn.ExecuteAsync(Cmd(RewriteSql.DropValues, null, null, ct));
+        return (ranked, copied, (int)count.LeftOut);
     }
 
     private Task StepAsync(SwapStep step) => AfterSwapStep?.Invoke(step) ?? Task.CompletedTask;
@@ -98,8 +127,23 @@ public sealed partial class OrderingRewriter
     [LoggerMessage(EventId = 4004, Level = LogLevel.Warning, Message = "A failed swap rewrite could not remove its triggers; the override sweep will")]
     private static partial void SwapLeftovers(ILogger logger, Exception? error);
 
+    [LoggerMessage(EventId = 4006, Level = LogLevel.Error, Message = "The swap rewrite's new ordering lacked {Lost} of {Lanes} lanes ({Copied} copied in bulk); it was dropped without renaming and built again (attempt {Attempt})")]
+    private static partial void SwapRedone(ILogger logger, long lost, long lanes, int copied, int attempt);
+
     [LoggerMessage(EventId = 4005, Level = LogLevel.Warning, Message = "The swap rewrite lost its 'rewrite' lock before the rename; it gives up without renaming, and the old ordering stands until a rewrite that holds the lock builds the new one")]
     private static partial void SwapLockLost(ILogger logger, Exception error);
+}
+
+/// <summary>
+/// The new ordering counted short before its rename (docs/DESIGN.md "The count before the rename"): renamed into
+/// place, it would have lost lanes, and their jobs would never be claimed again.
+/// </summary>
+public sealed class SwapLostLanesException(SwapCount count, int copied)
+    : Exception($"The swap rewrite's new ordering lacked {count.Lost} of {count.Lanes} lanes ({copied} copied in bulk, {count.Kept} there, {count.LeftOut} left out); the old ordering stands")
+{
+    public SwapCount Count { get; } = count;
+
+    public int Copied { get; } = copied;
 }
 
 /// <summary>The 'rewrite' row lock's connection ended while a swap was building (docs/DESIGN.md "The fence").</summary>

@@ -195,8 +195,12 @@ internal static class OrderingSwap
         }, ct);
     }
 
-    public static Task<int> CountLeftOutAsync(MySqlConnection conn, CancellationToken ct) =>
-        conn.ExecuteScalarAsync<int>(Cmd(RewriteSwapSql.CountLeftOut, ct));
+    /// <summary>
+    /// The new ordering's lanes counted against the old one's, after the catch-up (<see cref="RewriteSwapSql.CountLanes"/>);
+    /// <see cref="SwapCount.Lost"/> is what the rename would lose.
+    /// </summary>
+    public static Task<SwapCount> CountAsync(MySqlConnection conn, CancellationToken ct) =>
+        conn.QuerySingleAsync<SwapCount>(Cmd(RewriteSwapSql.CountLanes, ct));
 
     /// <summary>Renames the new ordering into place and drops the old one with its triggers.</summary>
     public static async Task SwapAsync(MySqlConnection conn, CancellationToken ct)
@@ -256,6 +260,13 @@ internal static class OrderingSwap
     }
 
     private static CommandDefinition Cmd(string sql, CancellationToken ct) => new(sql, cancellationToken: ct);
+}
+
+/// <summary>The lanes of the old ordering, of the new one, and of the finished jobs the new one leaves out.</summary>
+public sealed record SwapCount(long Lanes, long Kept, long LeftOut)
+{
+    /// <summary>Lanes of the old ordering that the new one lacks for no reason: zero, or the new table lost them.</summary>
+    public long Lost => Lanes - Kept - LeftOut;
 }
 
 /// <summary>The points between the swap's steps where <see cref="OrderingRewriter"/> lets a test hold it.</summary>

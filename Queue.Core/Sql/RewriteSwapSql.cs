@@ -203,11 +203,24 @@ public static class RewriteSwapSql
         """;
 
     /// <summary>Lanes of the snapshot's finished jobs that the new ordering leaves out.</summary>
-    public const string CountLeftOut = """
+    private const string LeftOut = """
         SELECT COUNT(*) FROM rewrite_values v
         STRAIGHT_JOIN ordering o ON o.job_id = v.job_id
         WHERE v.has_work = 0
           AND NOT EXISTS (SELECT 1 FROM ordering_next n WHERE n.job_id = o.job_id AND n.task = o.task)
+        """;
+
+    /// <summary>
+    /// The lanes of ordering, of ordering_next and those left out on purpose, in one statement and so one read view.
+    /// Once the mirror triggers are in place every write of ordering is written into ordering_next in the same
+    /// transaction, so ordering holds exactly ordering_next's lanes and the left-out ones; any other difference is lanes
+    /// the new table lost, and it must not be renamed into place (docs/DESIGN.md "The count before the rename"). Each
+    /// COUNT walks the smallest index of its table: about 0.2 s each at 1M lanes, once per rewrite.
+    /// </summary>
+    public const string CountLanes = $"""
+        SELECT (SELECT COUNT(*) FROM ordering) AS Lanes,
+               (SELECT COUNT(*) FROM ordering_next) AS Kept,
+               ({LeftOut}) AS LeftOut
         """;
 
     /// <summary>
