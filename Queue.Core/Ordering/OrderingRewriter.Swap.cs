@@ -42,7 +42,7 @@ public sealed partial class OrderingRewriter
                 }
                 catch (SwapLostLanesException e) when (attempt < SwapAttempts)
                 {
-                    SwapRedone(logger, e.Count.Lost, e.Count.Lanes, e.Copied, attempt);
+                    SwapRedone(logger, e.Count.Kept, e.Count.Due, e.Copied, attempt);
                 }
             }
         }
@@ -127,8 +127,8 @@ public sealed partial class OrderingRewriter
     [LoggerMessage(EventId = 4004, Level = LogLevel.Warning, Message = "A failed swap rewrite could not remove its triggers; the override sweep will")]
     private static partial void SwapLeftovers(ILogger logger, Exception? error);
 
-    [LoggerMessage(EventId = 4006, Level = LogLevel.Error, Message = "The swap rewrite's new ordering lacked {Lost} of {Lanes} lanes ({Copied} copied in bulk); it was dropped without renaming and built again (attempt {Attempt})")]
-    private static partial void SwapRedone(ILogger logger, long lost, long lanes, int copied, int attempt);
+    [LoggerMessage(EventId = 4006, Level = LogLevel.Error, Message = "The swap rewrite's new ordering held {Kept} lanes where {Due} were due ({Copied} copied in bulk); it was dropped without renaming and built again (attempt {Attempt})")]
+    private static partial void SwapRedone(ILogger logger, long kept, long due, int copied, int attempt);
 
     [LoggerMessage(EventId = 4005, Level = LogLevel.Warning, Message = "The swap rewrite lost its 'rewrite' lock before the rename; it gives up without renaming, and the old ordering stands until a rewrite that holds the lock builds the new one")]
     private static partial void SwapLockLost(ILogger logger, Exception error);
@@ -139,7 +139,7 @@ public sealed partial class OrderingRewriter
 /// place, it would have lost lanes, and their jobs would never be claimed again.
 /// </summary>
 public sealed class SwapLostLanesException(SwapCount count, int copied)
-    : Exception($"The swap rewrite's new ordering lacked {count.Lost} of {count.Lanes} lanes ({copied} copied in bulk, {count.Kept} there, {count.LeftOut} left out); the old ordering stands")
+    : Exception($"The swap rewrite's new ordering held {count.Kept} lanes where {count.Due} were due ({copied} copied in bulk; {count.Lanes} in the old one, {count.LeftOut} of them left out on purpose); the old ordering stands")
 {
     public SwapCount Count { get; } = count;
 

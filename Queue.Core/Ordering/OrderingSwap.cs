@@ -265,8 +265,11 @@ internal static class OrderingSwap
 /// <summary>The lanes of the old ordering, of the new one, and of the finished jobs the new one leaves out.</summary>
 public sealed record SwapCount(long Lanes, long Kept, long LeftOut)
 {
-    /// <summary>Lanes of the old ordering that the new one lacks for no reason: zero, or the new table lost them.</summary>
-    public long Lost => Lanes - Kept - LeftOut;
+    /// <summary>The lanes the new ordering must hold: every lane of the old one but those left out on purpose.</summary>
+    public long Due => Lanes - LeftOut;
+
+    /// <summary>Lanes the new ordering lacks for no reason: zero, or the new table lost them (more than it should hold, below zero).</summary>
+    public long Lost => Due - Kept;
 }
 
 /// <summary>The points between the swap's steps where <see cref="OrderingRewriter"/> lets a test hold it.</summary>
