@@ -29,6 +29,9 @@ internal sealed class OrderingTestbed
         Rewriter = new OrderingRewriter(db, Calendar, Lanes, clock, options, NullLogger<OrderingRewriter>.Instance);
     }
 
+    /// <summary>11:00 UTC on a Sunday: with hourly periods an oldest-first one, so a rewrite at it ranks by age.</summary>
+    public static readonly DateTimeOffset OldestFirstHour = new(2026, 11, 22, 11, 0, 0, TimeSpan.Zero);
+
     public MySqlDataSource Db { get; }
 
     public FakeTimeProvider Clock { get; }
@@ -199,5 +202,13 @@ internal sealed class OrderingTestbed
             SELECT id, @Task, tenant_id, items_total + {LaneValueSql.BandBase}, 'smallest', 0, @Now, @Now FROM jobs
             WHERE tenant_id = @TenantId AND name LIKE 'bulk-%'
             """, new { TenantId = tenantId, Task = task, Now = now }, commandTimeout: 300);
+    }
+
+    /// <summary>A swap that renamed or gave up leaves none of its triggers on ordering and none of its work tables.</summary>
+    public static async Task AssertSwapLeftNothingAsync(MySqlConnection conn)
+    {
+        Assert.Equal(0L, await conn.ExecuteScalarAsync<long>("SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE()"));
+        Assert.Equal(0L, await conn.ExecuteScalarAsync<long>(
+            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN ('ordering_next', 'ordering_retired')"));
     }
 }

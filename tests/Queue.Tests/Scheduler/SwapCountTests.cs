@@ -14,13 +14,11 @@ public sealed class SwapCountTests
 {
     private const int Jobs = 300;
 
-    private static readonly DateTimeOffset ElevenOClock = new(2026, 11, 22, 11, 0, 0, TimeSpan.Zero); // oldest-first
-
     [Fact]
     public async Task A_new_ordering_that_lost_lanes_is_never_renamed_into_place_and_is_built_again()
     {
         await using var db = await FreshDatabase.CreateAsync();
-        var bed = OrderingTestbed.At(db.DataSource, ElevenOClock);
+        var bed = OrderingTestbed.At(db.DataSource, OrderingTestbed.OldestFirstHour);
         await bed.BulkJobsAsync(await db.NewTenantAsync(), Jobs);
         var builds = 0;
         bed.Rewriter.AfterSwapStep = async step =>
@@ -45,7 +43,7 @@ public sealed class SwapCountTests
     public async Task A_swap_that_keeps_losing_lanes_gives_up_and_the_old_ordering_stands_whole()
     {
         await using var db = await FreshDatabase.CreateAsync();
-        var bed = OrderingTestbed.At(db.DataSource, ElevenOClock);
+        var bed = OrderingTestbed.At(db.DataSource, OrderingTestbed.OldestFirstHour);
         await bed.BulkJobsAsync(await db.NewTenantAsync(), Jobs);
         var before = await bed.ValuesByJobAsync();
         var builds = 0;
@@ -79,9 +77,7 @@ public sealed class SwapCountTests
     private static async Task AssertNothingLeftAsync(FreshDatabase db)
     {
         await using var conn = await db.DataSource.OpenConnectionAsync();
-        Assert.Equal(0L, await conn.ExecuteScalarAsync<long>("SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE()"));
-        Assert.Equal(0L, await conn.ExecuteScalarAsync<long>(
-            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN ('ordering_next', 'ordering_retired')"));
+        await OrderingTestbed.AssertSwapLeftNothingAsync(conn);
         Assert.Equal(Jobs, await conn.ExecuteScalarAsync<long>("SELECT COUNT(*) FROM ordering"));
     }
 }

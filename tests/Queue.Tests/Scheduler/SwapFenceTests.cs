@@ -11,7 +11,7 @@ public sealed class SwapFenceTests
 {
     private const int Jobs = 300;
 
-    private static readonly DateTimeOffset ElevenOClock = new(2026, 11, 22, 11, 0, 0, TimeSpan.Zero); // oldest-first
+    private static readonly DateTimeOffset ElevenOClock = OrderingTestbed.OldestFirstHour;
 
     [Fact]
     public async Task A_swap_whose_rewrite_lock_died_never_renames_another_rewrites_table_into_place_and_the_other_rewrite_completes()
@@ -77,9 +77,7 @@ public sealed class SwapFenceTests
         Assert.Equal(Jobs, result.JobsRanked);
         var values = await second.ValuesByJobAsync();
         Assert.Equal(Enumerable.Range(0, Jobs).Select(r => (10000L + (5 * r), "oldest")), values.OrderBy(v => v.Key).Select(v => v.Value));
-        Assert.Equal(0L, await conn.ExecuteScalarAsync<long>("SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE()"));
-        Assert.Equal(0L, await conn.ExecuteScalarAsync<long>(
-            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN ('ordering_next', 'ordering_retired')"));
+        await OrderingTestbed.AssertSwapLeftNothingAsync(conn);
         Assert.Equal(["second"], await conn.QueryAsync<string>("SELECT instance FROM rewrite_log"));
     }
 

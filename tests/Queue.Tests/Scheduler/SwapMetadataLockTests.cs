@@ -11,7 +11,7 @@ namespace Queue.Tests.Scheduler;
 /// </summary>
 public sealed class SwapMetadataLockTests
 {
-    private static readonly DateTimeOffset ElevenOClock = new(2026, 11, 22, 11, 0, 0, TimeSpan.Zero); // oldest-first
+    private static readonly DateTimeOffset ElevenOClock = OrderingTestbed.OldestFirstHour;
 
     [Fact]
     public async Task A_swap_kept_waiting_by_an_open_transaction_does_not_hold_back_the_reads_of_the_ordering_that_come_after_it_and_finishes_once_it_ends()

@@ -12,7 +12,7 @@ namespace Queue.Tests.Scheduler;
 /// </summary>
 public sealed class SwapRewriteTests
 {
-    private static readonly DateTimeOffset ElevenOClock = new(2026, 11, 22, 11, 0, 0, TimeSpan.Zero); // oldest-first
+    private static readonly DateTimeOffset ElevenOClock = OrderingTestbed.OldestFirstHour;
 
     private static readonly DateTime Far = new(2030, 1, 1, 0, 0, 0, DateTimeKind.Utc);
 
@@ -52,9 +52,7 @@ public sealed class SwapRewriteTests
         Assert.Equal((7L, "override"), (lanes[1].Value, lanes[1].Mode));
         Assert.Equal((5L, "smallest", Far), (lanes[2].Value, lanes[2].Mode, lanes[2].AvailableAt));
         Assert.Equal((1L, "smallest"), (lanes[3].Value, lanes[3].Mode));
-        Assert.Equal(0L, await TriggersAsync(writer));
-        Assert.Equal(0L, await writer.ExecuteScalarAsync<long>(
-            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN ('ordering_next', 'ordering_retired')"));
+        await OrderingTestbed.AssertSwapLeftNothingAsync(writer);
     }
 
     [Fact]
