@@ -20,6 +20,9 @@ public static class SchedulerMetrics
     public static readonly Counter RewriteFailures = Metrics.CreateCounter("queue_ordering_rewrite_failures_total",
         "Rewrites that failed and were rolled back.");
 
+    public static readonly Counter RewritesInPlace = Metrics.CreateCounter("queue_ordering_rewrites_in_place_total",
+        "Rewrites written in place: Ordering:RewriteMethod=in-place, or a swap whose new table counted short three times (event 4007).");
+
     public static readonly Histogram RewriteDuration = Metrics.CreateHistogram("queue_ordering_rewrite_duration_seconds",
         "Duration of completed ordering rewrites.",
         new HistogramConfiguration { Buckets = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30] });
@@ -65,6 +68,10 @@ public static class SchedulerMetrics
             return;
         }
         Rewrites.Inc();
+        if (result.Method == OrderingOptions.InPlace)
+        {
+            RewritesInPlace.Inc();
+        }
         RewriteDuration.Observe(result.Duration.TotalSeconds);
         RewriteSeconds.Record(result.Duration.TotalSeconds);
         JobsRanked.Set(result.JobsRanked);
@@ -78,6 +85,7 @@ public static class SchedulerMetrics
         Rewrites.Inc(0);
         RewritesSkipped.Inc(0);
         RewriteFailures.Inc(0);
+        RewritesInPlace.Inc(0);
         OverridesExpired.Inc(0);
         RetentionItems.Inc(0);
         RetentionDocuments.Inc(0);

@@ -25,7 +25,7 @@ public sealed partial class OrderingRewriter
     /// current band: the rename, not a commit, makes them visible at once. Should a step fail, the triggers and the
     /// half-built table are removed, and the old ordering stands. Right before the rename the new table is counted
     /// against the old one (<see cref="OrderingSwap.CountAsync"/>): one that came short is dropped and built again, up
-    /// to <see cref="SwapAttempts"/> times, and is never renamed into place.
+    /// to <see cref="SwapAttempts"/> times, and is never renamed into place; after the last, the caller rewrites in place.
     /// </summary>
     private async Task<(int Ranked, int Updated, int Removed)> SwapAsync(MySqlConnection rewriteConn, MySqlTransaction rewriteTx,
         string mode, long bandBase, DateTime now, CancellationToken ct)
@@ -54,7 +54,7 @@ public sealed partial class OrderingRewriter
 
     /// <summary>
     /// How many times one rewrite builds a new ordering whose count came short (<see cref="SwapLostLanesException"/>)
-    /// before it gives up and leaves the old ordering in place for the period.
+    /// before it gives up on the swap and rewrites the ordering in place.
     /// </summary>
     internal const int SwapAttempts = 3;
 
@@ -130,6 +130,9 @@ public sealed partial class OrderingRewriter
     [LoggerMessage(EventId = 4006, Level = LogLevel.Error, Message = "The swap rewrite's new ordering held {Kept} lanes where {Due} were due ({Copied} copied in bulk); it was dropped without renaming and built again (attempt {Attempt})")]
     private static partial void SwapRedone(ILogger logger, long kept, long due, int copied, int attempt);
 
+    [LoggerMessage(EventId = 4007, Level = LogLevel.Error, Message = "Every swap of this rewrite counted short; the ordering is rewritten in place instead")]
+    private static partial void SwapFellBack(ILogger logger, SwapLostLanesException error);
+
     [LoggerMessage(EventId = 4005, Level = LogLevel.Warning, Message = "The swap rewrite lost its 'rewrite' lock before the rename; it gives up without renaming, and the old ordering stands until a rewrite that holds the lock builds the new one")]
     private static partial void SwapLockLost(ILogger logger, Exception error);
 }
@@ -139,7 +142,7 @@ public sealed partial class OrderingRewriter
 /// place, it would have lost lanes, and their jobs would never be claimed again.
 /// </summary>
 public sealed class SwapLostLanesException(SwapCount count, int copied)
-    : Exception($"The swap rewrite's new ordering held {count.Kept} lanes where {count.Due} were due ({copied} copied in bulk; {count.Lanes} in the old one, {count.LeftOut} of them left out on purpose); the old ordering stands")
+    : Exception($"The swap rewrite's new ordering held {count.Kept} lanes where {count.Due} were due ({copied} copied in bulk; {count.Lanes} in the old one, {count.LeftOut} of them left out on purpose); it was not renamed into place")
 {
     public SwapCount Count { get; } = count;
 

@@ -15,6 +15,8 @@ namespace Queue.Core.Ordering;
 /// <param name="Skipped">The period had already been rewritten (by this or another Scheduler): nothing changed.</param>
 /// <param name="JobsRanked">Jobs with work that were given a value (overridden ones included).</param>
 /// <param name="Duration">The transaction and the move of lanes left in the old band after it (<see cref="OrderingBand"/>).</param>
+/// <param name="Method">How the new ordering was written: <see cref="OrderingOptions.Swap"/>, or
+/// <see cref="OrderingOptions.InPlace"/> when so configured or when every swap of this rewrite counted short.</param>
 public sealed record RewriteResult(
     OrderingPeriod Period,
     bool Skipped,
@@ -22,7 +24,8 @@ public sealed record RewriteResult(
     int LanesUpdated,
     int LanesRemoved,
     int OverridesExpired,
-    TimeSpan Duration);
+    TimeSpan Duration,
+    string Method);
 
 /// <summary>
 /// The ordering rewrite: at each period boundary every lane gets its value in the period's mode, and claimers see all
@@ -78,7 +81,7 @@ public sealed partial class OrderingRewriter(
     private async Task<RewriteResult> RewriteTracedAsync(string instance, DateTimeOffset? periodOf, bool force, CancellationToken ct)
     {
         var result = await Retry.OnDeadlockAsync(c => RewriteOnceAsync(instance, periodOf, force, c), ct);
-        if (!result.Skipped && options.Value.RewriteMethod == OrderingOptions.InPlace)
+        if (!result.Skipped && result.Method == OrderingOptions.InPlace)
         {
             // The lanes of existing jobs written in the old band while the rewrite ran (an override set or cleared
             // since its snapshot, a job that ran dry and got work again): claims walk the current band only. Its own
@@ -110,15 +113,33 @@ public sealed partial class OrderingRewriter(
         {
             await tx.CommitAsync(ct);
             RewriteSkipped(logger, period.Start, period.ModeName);
-            return new RewriteResult(period, true, 0, 0, 0, 0, Stopwatch.GetElapsedTime(started));
+            return new RewriteResult(period, true, 0, 0, 0, 0, Stopwatch.GetElapsedTime(started), options.Value.RewriteMethod);
         }
 
         var expired = (await SwitchOffExpiredAsync(conn, tx, now, ct)).Count;
         var mode = period.ModeName;
         var band = await conn.ExecuteScalarAsync<int>(Cmd(RewriteSql.Band, null, tx, ct));
-        var (ranked, updated, removed) = options.Value.RewriteMethod == OrderingOptions.Swap
-            ? await SwapAsync(conn, tx, mode, OrderingBand.Base(band), now, ct)
-            : await InPlaceAsync(conn, tx, mode, OrderingBand.Next(band), now, ct);
+        var method = options.Value.RewriteMethod;
+        int ranked, updated, removed;
+        if (method == OrderingOptions.Swap)
+        {
+            try
+            {
+                (ranked, updated, removed) = await SwapAsync(conn, tx, mode, OrderingBand.Base(band), now, ct);
+            }
+            catch (SwapLostLanesException e)
+            {
+                // Every swap of this rewrite counted short, and each was dropped: the lanes are all still in ordering,
+                // so the period gets its order in place, in this transaction, rather than keep the last one's.
+                SwapFellBack(logger, e);
+                method = OrderingOptions.InPlace;
+                (ranked, updated, removed) = await InPlaceAsync(conn, tx, mode, OrderingBand.Next(band), now, ct);
+            }
+        }
+        else
+        {
+            (ranked, updated, removed) = await InPlaceAsync(conn, tx, mode, OrderingBand.Next(band), now, ct);
+        }
 
         var elapsed = Stopwatch.GetElapsedTime(started);
         await conn.ExecuteAsync(Cmd(RewriteSql.InsertLog, new
@@ -134,7 +155,7 @@ public sealed partial class OrderingRewriter(
         await tx.CommitAsync(ct);
         elapsed = Stopwatch.GetElapsedTime(started);
         Rewritten(logger, period.Start, mode, ranked, updated, removed, expired, (long)elapsed.TotalMilliseconds);
-        return new RewriteResult(period, false, ranked, updated, removed, expired, elapsed);
+        return new RewriteResult(period, false, ranked, updated, removed, expired, elapsed, method);
     }
 
     /// <summary>
