@@ -53,6 +53,24 @@ public sealed partial class OrderingRewriter
     }
 
     /// <summary>
+    /// The swap, or null when every swap of this rewrite counted short and was dropped: the lanes are then all still in
+    /// ordering, and the caller writes the period's order in place, in its transaction, rather than keep the last one's.
+    /// </summary>
+    private async Task<(int Ranked, int Updated, int Removed)?> SwapOrGiveUpAsync(MySqlConnection rewriteConn, MySqlTransaction rewriteTx,
+        string mode, long bandBase, DateTime now, CancellationToken ct)
+    {
+        try
+        {
+            return await SwapAsync(rewriteConn, rewriteTx, mode, bandBase, now, ct);
+        }
+        catch (SwapLostLanesException e)
+        {
+            SwapFellBack(logger, e);
+            return null;
+        }
+    }
+
+    /// <summary>
     /// How many times one rewrite builds a new ordering whose count came short (<see cref="SwapLostLanesException"/>)
     /// before it gives up on the swap and rewrites the ordering in place.
     /// </summary>

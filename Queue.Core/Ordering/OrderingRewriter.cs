@@ -119,27 +119,11 @@ public sealed partial class OrderingRewriter(
         var expired = (await SwitchOffExpiredAsync(conn, tx, now, ct)).Count;
         var mode = period.ModeName;
         var band = await conn.ExecuteScalarAsync<int>(Cmd(RewriteSql.Band, null, tx, ct));
-        var method = options.Value.RewriteMethod;
-        int ranked, updated, removed;
-        if (method == OrderingOptions.Swap)
-        {
-            try
-            {
-                (ranked, updated, removed) = await SwapAsync(conn, tx, mode, OrderingBand.Base(band), now, ct);
-            }
-            catch (SwapLostLanesException e)
-            {
-                // Every swap of this rewrite counted short, and each was dropped: the lanes are all still in ordering,
-                // so the period gets its order in place, in this transaction, rather than keep the last one's.
-                SwapFellBack(logger, e);
-                method = OrderingOptions.InPlace;
-                (ranked, updated, removed) = await InPlaceAsync(conn, tx, mode, OrderingBand.Next(band), now, ct);
-            }
-        }
-        else
-        {
-            (ranked, updated, removed) = await InPlaceAsync(conn, tx, mode, OrderingBand.Next(band), now, ct);
-        }
+        var swapped = options.Value.RewriteMethod == OrderingOptions.Swap
+            ? await SwapOrGiveUpAsync(conn, tx, mode, OrderingBand.Base(band), now, ct)
+            : null;
+        var method = swapped is null ? OrderingOptions.InPlace : OrderingOptions.Swap;
+        var (ranked, updated, removed) = swapped ?? await InPlaceAsync(conn, tx, mode, OrderingBand.Next(band), now, ct);
 
         var elapsed = Stopwatch.GetElapsedTime(started);
         await conn.ExecuteAsync(Cmd(RewriteSql.InsertLog, new
