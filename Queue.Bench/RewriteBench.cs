@@ -204,7 +204,8 @@ public static class RewriteBench
         });
         await System.Threading.Tasks.Task.WhenAll(Enumerable.Range(0, claimers).Select(_ => System.Threading.Tasks.Task.Run(async () =>
         {
-            while (watch.Elapsed < duration || (rewrite is not null && Volatile.Read(ref rewritesEnded) == 0))
+            // A rewrite loop that failed ends the phase too: waiting for its first rewrite to end would never stop.
+            while (watch.Elapsed < duration || (rewrite is not null && Volatile.Read(ref rewritesEnded) == 0 && !rewriting.IsCompleted))
             {
                 var t0 = Stopwatch.GetTimestamp();
                 if (offered is { } perSecond)

@@ -42,7 +42,7 @@ public sealed partial class OrderingRewriter
                 }
                 catch (SwapLostLanesException e) when (attempt < SwapAttempts)
                 {
-                    SwapRedone(logger, e.Count.Kept, e.Count.Due, e.Copied, attempt);
+                    SwapRedone(logger, e.Count.Kept, e.Count.Due, e.Copied, e.Analyzed, attempt);
                 }
             }
         }
@@ -80,6 +80,7 @@ public sealed partial class OrderingRewriter
         MySqlTransaction rewriteTx, string mode, long bandBase, DateTime now, CancellationToken ct)
     {
         int ranked, copied;
+        long? analyzed;
         SwapCount count;
         try
         {
@@ -89,14 +90,14 @@ public sealed partial class OrderingRewriter
             ranked = (int)await conn.ExecuteScalarAsync<long>(Cmd(RewriteSql.CountRanked, null, null, ct));
             await StepAsync(SwapStep.Filled);
             var shift = OrderingSwap.OldestShift(mode, ranked);
-            copied = await OrderingSwap.CopyAsync(conn, bandBase, shift, now, ct);
+            (copied, analyzed) = await OrderingSwap.CopyAsync(conn, bandBase, shift, now, ct);
             await StepAsync(SwapStep.Copied);
             await OrderingSwap.CatchUpAsync(conn, bandBase, shift, now, ct);
             await StepAsync(SwapStep.CaughtUp);
             count = await OrderingSwap.CountAsync(conn, ct);
             if (count.Lost != 0)
             {
-                throw new SwapLostLanesException(count, copied);
+                throw new SwapLostLanesException(count, copied, analyzed);
             }
             await StillLockedAsync(rewriteConn, rewriteTx, ct);
             await OrderingSwap.SwapAsync(conn, ct);
@@ -145,8 +146,8 @@ public sealed partial class OrderingRewriter
     [LoggerMessage(EventId = 4004, Level = LogLevel.Warning, Message = "A failed swap rewrite could not remove its triggers; the override sweep will")]
     private static partial void SwapLeftovers(ILogger logger, Exception? error);
 
-    [LoggerMessage(EventId = 4006, Level = LogLevel.Error, Message = "The swap rewrite's new ordering held {Kept} lanes where {Due} were due ({Copied} copied in bulk); it was dropped without renaming and built again (attempt {Attempt})")]
-    private static partial void SwapRedone(ILogger logger, long kept, long due, int copied, int attempt);
+    [LoggerMessage(EventId = 4006, Level = LogLevel.Error, Message = "The swap rewrite's new ordering held {Kept} lanes where {Due} were due ({Copied} copied in bulk, about {Analyzed} there by the statistics taken right after the copy); it was dropped without renaming and built again (attempt {Attempt})")]
+    private static partial void SwapRedone(ILogger logger, long kept, long due, int copied, long? analyzed, int attempt);
 
     [LoggerMessage(EventId = 4007, Level = LogLevel.Error, Message = "Every swap of this rewrite counted short; the ordering is rewritten in place instead")]
     private static partial void SwapFellBack(ILogger logger, SwapLostLanesException error);
@@ -159,12 +160,18 @@ public sealed partial class OrderingRewriter
 /// The new ordering counted short before its rename (docs/DESIGN.md "The count before the rename"): renamed into
 /// place, it would have lost lanes, and their jobs would never be claimed again.
 /// </summary>
-public sealed class SwapLostLanesException(SwapCount count, int copied)
-    : Exception($"The swap rewrite's new ordering held {count.Kept} lanes where {count.Due} were due ({copied} copied in bulk; {count.Lanes} in the old one, {count.LeftOut} of them left out on purpose); it was not renamed into place")
+public sealed class SwapLostLanesException(SwapCount count, int copied, long? analyzed)
+    : Exception($"The swap rewrite's new ordering held {count.Kept} lanes where {count.Due} were due ({copied} copied in bulk, about {analyzed} there by the statistics taken right after the copy; {count.Lanes} in the old one, {count.LeftOut} of them left out on purpose); it was not renamed into place")
 {
     public SwapCount Count { get; } = count;
 
     public int Copied { get; } = copied;
+
+    /// <summary>
+    /// The new table's rows as InnoDB estimated them right after the copy committed: about none if the commit lost the
+    /// copy's rows, about <see cref="Copied"/> if they went later.
+    /// </summary>
+    public long? Analyzed { get; } = analyzed;
 }
 
 /// <summary>The 'rewrite' row lock's connection ended while a swap was building (docs/DESIGN.md "The fence").</summary>

@@ -159,8 +159,11 @@ internal static class OrderingSwap
         await conn.ExecuteAsync(Cmd(RewriteSwapSql.ForgetTouched, ct));
     }
 
-    /// <summary>Copies every lane in bulk; returns the lanes written.</summary>
-    public static async Task<int> CopyAsync(MySqlConnection conn, long bandBase, long oldestShift, DateTime now, CancellationToken ct)
+    /// <summary>
+    /// Copies every lane in bulk; returns the lanes written and the new table's rows as its statistics, taken right
+    /// after the commit, estimate them (<see cref="RewriteSwapSql.AnalyzedRowsNext"/>).
+    /// </summary>
+    public static async Task<(int Copied, long? Analyzed)> CopyAsync(MySqlConnection conn, long bandBase, long oldestShift, DateTime now, CancellationToken ct)
     {
         await conn.ExecuteAsync(Cmd(RewriteSwapSql.BulkLoadOn, ct));
         try
@@ -169,7 +172,7 @@ internal static class OrderingSwap
             var copied = await conn.ExecuteAsync(new CommandDefinition(RewriteSwapSql.CopyAll, new { BandBase = bandBase, OldestShift = oldestShift, Now = now }, tx, cancellationToken: ct));
             await tx.CommitAsync(ct);
             await conn.ExecuteAsync(Cmd(RewriteSwapSql.AnalyzeNext, ct));
-            return copied;
+            return (copied, await conn.ExecuteScalarAsync<long?>(Cmd(RewriteSwapSql.AnalyzedRowsNext, ct)));
         }
         finally
         {

@@ -225,6 +225,17 @@ public static class RewriteSwapSql
         """;
 
     /// <summary>
+    /// ordering_next's rows as InnoDB estimates them, read right after <see cref="AnalyzeNext"/> and reported only when
+    /// the count comes short: about none says the copy's commit lost its rows, about the rows copied says they went
+    /// after it (docs/DESIGN.md "The count before the rename"). Read then, not at the count: InnoDB moves the estimate
+    /// with every row deleted since. From the table's statistics, one row read.
+    /// </summary>
+    public const string AnalyzedRowsNext = """
+        SELECT TABLE_ROWS FROM information_schema.TABLES
+        WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'ordering_next'
+        """;
+
+    /// <summary>
     /// One atomic rename: it waits for every transaction holding ordering (each of whose writes the triggers mirrored),
     /// and every statement after it reads the new ordering. The old table goes with its triggers.
     /// </summary>

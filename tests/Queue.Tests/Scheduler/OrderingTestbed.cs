@@ -1,4 +1,5 @@
 using Dapper;
+using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
 using Microsoft.Extensions.Options;
 using Microsoft.Extensions.Time.Testing;
@@ -15,7 +16,7 @@ namespace Queue.Tests.Scheduler;
 internal sealed class OrderingTestbed
 {
     private OrderingTestbed(MySqlDataSource db, FakeTimeProvider clock, TimeSpan period, string zone, long rewriteMemoryBytes, int rewriteSliceJobs,
-        string rewriteMethod, int rewriteFillJobs)
+        string rewriteMethod, int rewriteFillJobs, ILogger<OrderingRewriter>? logger)
     {
         Db = db;
         Clock = clock;
@@ -26,7 +27,7 @@ internal sealed class OrderingTestbed
         });
         Calendar = new OrderingCalendar(clock, options);
         Lanes = new OrderingLanes(Calendar, clock);
-        Rewriter = new OrderingRewriter(db, Calendar, Lanes, clock, options, NullLogger<OrderingRewriter>.Instance);
+        Rewriter = new OrderingRewriter(db, Calendar, Lanes, clock, options, logger ?? NullLogger<OrderingRewriter>.Instance);
     }
 
     /// <summary>11:00 UTC on a Sunday: with hourly periods an oldest-first one, so a rewrite at it ranks by age.</summary>
@@ -44,9 +45,10 @@ internal sealed class OrderingTestbed
 
     /// <summary>A testbed whose clock stands at <paramref name="start"/>.</summary>
     public static OrderingTestbed At(MySqlDataSource db, DateTimeOffset start, TimeSpan? period = null, string zone = "UTC",
-        long? rewriteMemoryBytes = null, int? rewriteSliceJobs = null, string rewriteMethod = OrderingOptions.Swap, int? rewriteFillJobs = null) =>
+        long? rewriteMemoryBytes = null, int? rewriteSliceJobs = null, string rewriteMethod = OrderingOptions.Swap, int? rewriteFillJobs = null,
+        ILogger<OrderingRewriter>? logger = null) =>
         new(db, new FakeTimeProvider(start), period ?? TimeSpan.FromHours(1), zone, rewriteMemoryBytes ?? new OrderingOptions().RewriteMemoryBytes,
-            rewriteSliceJobs ?? new OrderingOptions().RewriteSliceJobs, rewriteMethod, rewriteFillJobs ?? new OrderingOptions().RewriteFillJobs);
+            rewriteSliceJobs ?? new OrderingOptions().RewriteSliceJobs, rewriteMethod, rewriteFillJobs ?? new OrderingOptions().RewriteFillJobs, logger);
 
     /// <summary>Moves the clock to <paramref name="offset"/> after the start of the next period of the given mode.</summary>
     public OrderingPeriod AdvanceTo(OrderingMode mode, TimeSpan? offset = null)

@@ -1,5 +1,6 @@
 using Dapper;
 using Queue.Core.Ordering;
+using Queue.Tests.Infrastructure;
 
 namespace Queue.Tests.Scheduler;
 
@@ -50,13 +51,28 @@ public sealed class SwapCountTests
         Assert.Equal(["test"], await conn.QueryAsync<string>("SELECT instance FROM rewrite_log"));
     }
 
+    [Fact]
+    public async Task A_short_count_tells_the_operator_whether_the_lanes_went_at_the_copy_or_after_it()
+    {
+        await using var db = await FreshDatabase.CreateAsync();
+        var logger = new RecordingLogger<OrderingRewriter>();
+        var (bed, _) = await SwapsThatLoseLanesAsync(db, build => build == 1, logger);
+
+        await bed.Rewriter.RewriteAsync("test");
+
+        // Ten lanes lost after the copy: the statistics taken right after it still saw every lane.
+        var redone = Assert.Single(logger.Entries, e => e.Event.Id == 4006);
+        Assert.Contains($"held {Jobs - 10} lanes where {Jobs} were due ({Jobs} copied in bulk, about {Jobs} there by the statistics taken right after the copy)", redone.Message);
+    }
+
     /// <summary>
     /// A testbed of <see cref="Jobs"/> jobs whose swap loses ten lanes between its catch-up and its count on the builds
     /// <paramref name="losesOnBuild"/> picks (numbered from 1); <c>Builds</c> tells how many were made.
     /// </summary>
-    private static async Task<(OrderingTestbed Bed, Func<int> Builds)> SwapsThatLoseLanesAsync(FreshDatabase db, Func<int, bool> losesOnBuild)
+    private static async Task<(OrderingTestbed Bed, Func<int> Builds)> SwapsThatLoseLanesAsync(FreshDatabase db, Func<int, bool> losesOnBuild,
+        RecordingLogger<OrderingRewriter>? logger = null)
     {
-        var bed = OrderingTestbed.At(db.DataSource, OrderingTestbed.OldestFirstHour);
+        var bed = OrderingTestbed.At(db.DataSource, OrderingTestbed.OldestFirstHour, logger: logger);
         await bed.BulkJobsAsync(await db.NewTenantAsync(), Jobs);
         var builds = 0;
         bed.Rewriter.AfterSwapStep = async step =>

@@ -114,7 +114,7 @@ public sealed class SwapRewriteTests
         await swap.ExecuteAsync(RewriteSql.CapValuesMemory, new { Bytes = 1 << 24 });
         await swap.ExecuteAsync(RewriteSql.CreateValues);
         await swap.ExecuteAsync(RewriteSql.FillValuesRange, new { Mode = bed.Calendar.Current.ModeName, BandBase = OrderingBand.Base(0), Now = now, RankBase = 0L, FromJob = 0L, ToJob = long.MaxValue });
-        return await OrderingSwap.CopyAsync(swap, OrderingBand.Base(0), 0, now, default);
+        return (await OrderingSwap.CopyAsync(swap, OrderingBand.Base(0), 0, now, default)).Copied;
     }
 
     private static Task<long> TriggersAsync(MySqlConnection conn) =>
