@@ -169,7 +169,11 @@ internal static class OrderingSwap
         try
         {
             await using var tx = await conn.BeginReadCommittedAsync(ct);
-            var copied = await conn.ExecuteAsync(new CommandDefinition(RewriteSwapSql.CopyAll, new { BandBase = bandBase, OldestShift = oldestShift, Now = now }, tx, cancellationToken: ct));
+            // No command timeout (0): the driver enforces one by KILL QUERY, which can leave the table empty behind an
+            // OK (RewriteSwapSql.CopyAll). A cancelled token kills it the same way, so a cancelled copy is never committed.
+            var copied = await conn.ExecuteAsync(new CommandDefinition(RewriteSwapSql.CopyAll, new { BandBase = bandBase, OldestShift = oldestShift, Now = now }, tx,
+                commandTimeout: 0, cancellationToken: ct));
+            ct.ThrowIfCancellationRequested();
             await tx.CommitAsync(ct);
             await conn.ExecuteAsync(Cmd(RewriteSwapSql.AnalyzeNext, ct));
             return (copied, await conn.ExecuteScalarAsync<long?>(Cmd(RewriteSwapSql.AnalyzedRowsNext, ct)));

@@ -1,4 +1,5 @@
 using Dapper;
+using MySqlConnector;
 using Queue.Core.Ordering;
 using Queue.Tests.Infrastructure;
 
@@ -63,6 +64,43 @@ public sealed class SwapCountTests
         // Ten lanes lost after the copy: the statistics taken right after it still saw every lane.
         var redone = Assert.Single(logger.Entries, e => e.Event.Id == 4006);
         Assert.Contains($"held {Jobs - 10} lanes where {Jobs} were due ({Jobs} copied in bulk, about {Jobs} there by the statistics taken right after the copy)", redone.Message);
+    }
+
+    [Fact]
+    public async Task A_copy_that_outlasts_the_drivers_command_timeout_is_not_interrupted_and_every_lane_is_renamed_into_place()
+    {
+        // The driver enforces a command timeout with KILL QUERY, and one that lands while InnoDB builds a bulk load's
+        // indexes empties the table behind an OK. Here the copy waits 2.5 s, past a 1 s timeout, for the table lock a
+        // bulk load takes: another transaction's locking read of the empty ordering_next holds an intention lock on it.
+        await using var db = await FreshDatabase.CreateAsync();
+        await using var impatient = new MySqlDataSource(new MySqlConnectionStringBuilder(db.DataSource.ConnectionString) { DefaultCommandTimeout = 1 }.ConnectionString);
+        var bed = OrderingTestbed.At(impatient, OrderingTestbed.OldestFirstHour);
+        await bed.BulkJobsAsync(await db.NewTenantAsync(), Jobs);
+        Task? held = null;
+        bed.Rewriter.AfterSwapStep = async step =>
+        {
+            if (step == SwapStep.Filled)
+            {
+                var locked = new TaskCompletionSource();
+                held = Task.Run(async () =>
+                {
+                    await using var conn = await db.DataSource.OpenConnectionAsync();
+                    await using var tx = await conn.BeginTransactionAsync();
+                    await conn.ExecuteAsync("SELECT * FROM ordering_next LOCK IN SHARE MODE", transaction: tx);
+                    locked.SetResult();
+                    await Task.Delay(TimeSpan.FromSeconds(2.5));
+                    await tx.CommitAsync();
+                });
+                await locked.Task;
+            }
+        };
+
+        var result = await bed.Rewriter.RewriteAsync("test");
+
+        await held!;
+        Assert.Equal(OrderingOptions.Swap, result.Method);
+        Assert.Equal(Jobs, result.LanesUpdated);
+        Assert.Equal(Jobs, (await bed.ValuesByJobAsync()).Count);
     }
 
     /// <summary>
