@@ -29,4 +29,43 @@ public sealed class PrivateMariaDbTests
         Assert.False(Directory.Exists(dir));
         Assert.False(File.Exists($"/proc/{pid}/status") && !(await File.ReadAllTextAsync($"/proc/{pid}/status")).Contains("State:\tZ", StringComparison.Ordinal));
     }
+
+    [Fact]
+    public async Task Throwaway_server_directories_that_nothing_owns_any_more_are_removed_and_no_other()
+    {
+        var parent = Directory.CreateTempSubdirectory("leftovers-").FullName;
+        try
+        {
+            using var ended = System.Diagnostics.Process.Start("true")!;
+            await ended.WaitForExitAsync();
+            var hourAgo = DateTime.UtcNow.AddHours(-1);
+            string Dir(string name, int? pid, DateTime modified)
+            {
+                var dir = Directory.CreateDirectory(Path.Combine(parent, name)).FullName;
+                if (pid is { } p)
+                {
+                    File.WriteAllText(Path.Combine(dir, "mariadbd.pid"), p.ToString(System.Globalization.CultureInfo.InvariantCulture) + "\n");
+                }
+                Directory.SetLastWriteTimeUtc(dir, modified);
+                return dir;
+            }
+            var deadServer = Dir(PrivateMariaDb.EphemeralPrefix + "dead", ended.Id, hourAgo);
+            var neverStarted = Dir(PrivateMariaDb.EphemeralPrefix + "install", null, hourAgo);
+            var installing = Dir(PrivateMariaDb.EphemeralPrefix + "fresh", null, DateTime.UtcNow);
+            var live = Dir(PrivateMariaDb.EphemeralPrefix + "live", Environment.ProcessId, hourAgo);
+            var notOurs = Dir("other-dir", null, hourAgo);
+
+            Assert.Equal(2, PrivateMariaDb.RemoveLeftovers(parent, TimeSpan.FromMinutes(10)));
+
+            Assert.False(Directory.Exists(deadServer));
+            Assert.False(Directory.Exists(neverStarted));
+            Assert.True(Directory.Exists(installing));
+            Assert.True(Directory.Exists(live));
+            Assert.True(Directory.Exists(notOurs));
+        }
+        finally
+        {
+            Directory.Delete(parent, recursive: true);
+        }
+    }
 }
