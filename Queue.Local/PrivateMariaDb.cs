@@ -78,7 +78,7 @@ public sealed class PrivateMariaDb : IAsyncDisposable
         {
             try
             {
-                if (DateTime.UtcNow - System.IO.Directory.GetLastWriteTimeUtc(dir) < minAge || ServerAlive(Path.Combine(dir, "mariadbd.pid")))
+                if (DateTime.UtcNow - System.IO.Directory.GetLastWriteTimeUtc(dir) < minAge || ServerAlive(PidFile(dir)))
                 {
                     continue;
                 }
@@ -92,6 +92,9 @@ public sealed class PrivateMariaDb : IAsyncDisposable
         }
         return removed;
     }
+
+    /// <summary>Where a server started here writes its pid (run.sh and scripts/cluster.sh read it there too).</summary>
+    private static string PidFile(string directory) => Path.Combine(directory, "mariadbd.pid");
 
     private static bool ServerAlive(string pidFile)
     {
@@ -132,7 +135,7 @@ public sealed class PrivateMariaDb : IAsyncDisposable
 
     private static async Task<PrivateMariaDb?> TryAttachAsync(string directory, int port, CancellationToken ct)
     {
-        var pidFile = Path.Combine(directory, "mariadbd.pid");
+        var pidFile = PidFile(directory);
         if (!File.Exists(pidFile))
         {
             return null;
@@ -180,7 +183,7 @@ public sealed class PrivateMariaDb : IAsyncDisposable
             $"--port={port.ToString(CultureInfo.InvariantCulture)}",
             "--bind-address=127.0.0.1",          // never reachable from another machine
             $"--socket={Path.Combine(directory, "mariadbd.sock")}",
-            $"--pid-file={Path.Combine(directory, "mariadbd.pid")}",
+            $"--pid-file={PidFile(directory)}",
             "--skip-name-resolve",
             "--skip-log-bin",                    // no replica reads it, and it would add a second fsync to every commit
             "--innodb-flush-log-at-trx-commit=1", // a claim or upload that was acknowledged survives a crash

@@ -42,7 +42,7 @@ public sealed partial class OrderingRewriter
                 }
                 catch (SwapLostLanesException e) when (attempt < SwapAttempts)
                 {
-                    SwapRedone(logger, e.Count.Kept, e.Count.Due, e.Copied, e.Analyzed, attempt);
+                    SwapRedone(logger, e.Shortfall, attempt);
                 }
             }
         }
@@ -146,8 +146,8 @@ public sealed partial class OrderingRewriter
     [LoggerMessage(EventId = 4004, Level = LogLevel.Warning, Message = "A failed swap rewrite could not remove its triggers; the override sweep will")]
     private static partial void SwapLeftovers(ILogger logger, Exception? error);
 
-    [LoggerMessage(EventId = 4006, Level = LogLevel.Error, Message = "The swap rewrite's new ordering held {Kept} lanes where {Due} were due ({Copied} copied in bulk, about {Analyzed} there by the statistics taken right after the copy); it was dropped without renaming and built again (attempt {Attempt})")]
-    private static partial void SwapRedone(ILogger logger, long kept, long due, int copied, long? analyzed, int attempt);
+    [LoggerMessage(EventId = 4006, Level = LogLevel.Error, Message = "The swap rewrite's new ordering {Shortfall}; it was dropped without renaming and built again (attempt {Attempt})")]
+    private static partial void SwapRedone(ILogger logger, string shortfall, int attempt);
 
     [LoggerMessage(EventId = 4007, Level = LogLevel.Error, Message = "Every swap of this rewrite counted short; the ordering is rewritten in place instead")]
     private static partial void SwapFellBack(ILogger logger, SwapLostLanesException error);
@@ -161,8 +161,11 @@ public sealed partial class OrderingRewriter
 /// place, it would have lost lanes, and their jobs would never be claimed again.
 /// </summary>
 public sealed class SwapLostLanesException(SwapCount count, int copied, long? analyzed)
-    : Exception($"The swap rewrite's new ordering held {count.Kept} lanes where {count.Due} were due ({copied} copied in bulk, about {analyzed} there by the statistics taken right after the copy; {count.Lanes} in the old one, {count.LeftOut} of them left out on purpose); it was not renamed into place")
+    : Exception($"The swap rewrite's new ordering {Describe(count, copied, analyzed)} ({count.Lanes} in the old one, {count.LeftOut} of them left out on purpose); it was not renamed into place")
 {
+    /// <summary>What the count found, as event 4006 and this exception's message say it.</summary>
+    public string Shortfall => Describe(Count, Copied, Analyzed);
+
     public SwapCount Count { get; } = count;
 
     public int Copied { get; } = copied;
@@ -172,6 +175,9 @@ public sealed class SwapLostLanesException(SwapCount count, int copied, long? an
     /// copy's rows, about <see cref="Copied"/> if they went later.
     /// </summary>
     public long? Analyzed { get; } = analyzed;
+
+    private static string Describe(SwapCount count, int copied, long? analyzed) =>
+        $"held {count.Kept} lanes where {count.Due} were due ({copied} copied in bulk, about {analyzed} there by the statistics taken right after the copy)";
 }
 
 /// <summary>The 'rewrite' row lock's connection ended while a swap was building (docs/DESIGN.md "The fence").</summary>
