@@ -209,7 +209,7 @@ public sealed partial class OrderingRewriter(
         {
             if (!byRange)
             {
-                await conn.ExecuteAsync(Cmd(RewriteSql.FillValues, new { Mode = mode, BandBase = bandBase, Now = now, SliceJobs = options.Value.RewriteSliceJobs, RankBase = 0L }, tx, ct));
+                await conn.ExecuteAsync(WholeQueueCommand.Of(RewriteSql.FillValues, new { Mode = mode, BandBase = bandBase, Now = now, SliceJobs = options.Value.RewriteSliceJobs, RankBase = 0L }, tx, ct));
                 return;
             }
             var span = await conn.QuerySingleAsync<JobSpan>(Cmd(RewriteSql.LaneJobSpan, null, tx, ct));

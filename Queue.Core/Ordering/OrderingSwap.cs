@@ -169,10 +169,9 @@ internal static class OrderingSwap
         try
         {
             await using var tx = await conn.BeginReadCommittedAsync(ct);
-            // No command timeout (0): the driver enforces one by KILL QUERY, which can leave the table empty behind an
-            // OK (RewriteSwapSql.CopyAll). A cancelled token kills it the same way, so a cancelled copy is never committed.
-            var copied = await conn.ExecuteAsync(new CommandDefinition(RewriteSwapSql.CopyAll, new { BandBase = bandBase, OldestShift = oldestShift, Now = now }, tx,
-                commandTimeout: 0, cancellationToken: ct));
+            // Above all here without the command timeout: its KILL QUERY can leave the table empty behind an OK
+            // (RewriteSwapSql.CopyAll). A cancelled token kills it the same way, so a cancelled copy is never committed.
+            var copied = await conn.ExecuteAsync(WholeQueueCommand.Of(RewriteSwapSql.CopyAll, new { BandBase = bandBase, OldestShift = oldestShift, Now = now }, tx, ct));
             ct.ThrowIfCancellationRequested();
             await tx.CommitAsync(ct);
             await conn.ExecuteAsync(Cmd(RewriteSwapSql.AnalyzeNext, ct));
@@ -207,7 +206,7 @@ internal static class OrderingSwap
     /// <see cref="SwapCount.Lost"/> is what the rename would lose.
     /// </summary>
     public static Task<SwapCount> CountAsync(MySqlConnection conn, CancellationToken ct) =>
-        conn.QuerySingleAsync<SwapCount>(Cmd(RewriteSwapSql.CountLanes, ct));
+        conn.QuerySingleAsync<SwapCount>(WholeQueueCommand.Of(RewriteSwapSql.CountLanes, null, null, ct));
 
     /// <summary>Renames the new ordering into place and drops the old one with its triggers.</summary>
     public static async Task SwapAsync(MySqlConnection conn, CancellationToken ct)
