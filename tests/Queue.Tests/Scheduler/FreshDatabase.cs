@@ -1,4 +1,5 @@
 using Dapper;
+using MySqlConnector;
 using Queue.Tests.Infrastructure;
 
 namespace Queue.Tests.Scheduler;
@@ -35,6 +36,13 @@ internal sealed class FreshDatabase : DatabaseFixture, IAsyncDisposable
     }
 
     public async Task<long> NewTenantAsync() => (await NewCustomerAsync()).Tenant.Id;
+
+    /// <summary>
+    /// A second data source on this database whose commands the driver gives up on (KILL QUERY) after
+    /// <paramref name="seconds"/>, as it does after 30 s by default: for statements that must outlast it.
+    /// </summary>
+    public MySqlDataSource WithCommandTimeout(int seconds) =>
+        new(new MySqlConnectionStringBuilder(DataSource.ConnectionString) { DefaultCommandTimeout = (uint)seconds }.ConnectionString);
 
     /// <summary>
     /// Waits, up to 10 s, until a transaction in this database waits for a lock, or <paramref name="task"/> ends. Only

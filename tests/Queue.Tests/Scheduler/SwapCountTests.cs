@@ -1,5 +1,4 @@
 using Dapper;
-using MySqlConnector;
 using Queue.Core.Ordering;
 using Queue.Tests.Infrastructure;
 
@@ -72,7 +71,7 @@ public sealed class SwapCountTests
         // The driver enforces a command timeout with KILL QUERY, and one that lands while InnoDB builds a bulk load's
         // indexes empties the table behind an OK. Here the copy waits 2.5 s, past a 1 s timeout.
         await using var db = await FreshDatabase.CreateAsync();
-        await using var impatient = new MySqlDataSource(new MySqlConnectionStringBuilder(db.DataSource.ConnectionString) { DefaultCommandTimeout = 1 }.ConnectionString);
+        await using var impatient = db.WithCommandTimeout(1);
         var bed = OrderingTestbed.At(impatient, OrderingTestbed.OldestFirstHour);
         await bed.BulkJobsAsync(await db.NewTenantAsync(), Jobs);
         var held = HoldTheCopy(db, bed, TimeSpan.FromSeconds(2.5));

@@ -1,5 +1,4 @@
 using Dapper;
-using MySqlConnector;
 using Queue.Core.Ordering;
 using Queue.Tests.Infrastructure;
 
@@ -19,7 +18,7 @@ public sealed class WholeQueueStatementTests
     public async Task An_in_place_rewrite_whose_fill_outlasts_the_drivers_command_timeout_still_writes_the_periods_order()
     {
         await using var db = await FreshDatabase.CreateAsync();
-        await using var impatient = new MySqlDataSource(new MySqlConnectionStringBuilder(db.DataSource.ConnectionString) { DefaultCommandTimeout = 1 }.ConnectionString);
+        await using var impatient = db.WithCommandTimeout(1);
         var bed = OrderingTestbed.At(impatient, OrderingTestbed.OldestFirstHour, rewriteMethod: OrderingOptions.InPlace);
         await bed.BulkJobsAsync(await db.NewTenantAsync(), Jobs);
 
