@@ -188,6 +188,35 @@ internal sealed class OrderingTestbed
         return lanes.GroupBy(l => l.JobId).ToDictionary(g => g.Key, g => (g.First().Value, g.First().Mode));
     }
 
+    /// <summary>
+    /// Makes the swap's first copy wait <paramref name="hold"/> for the table lock a bulk load takes: another
+    /// transaction's locking read of the empty ordering_next holds an intention lock on it; <paramref name="onHeld"/>
+    /// runs once it does. Returns the wait for that transaction's end.
+    /// </summary>
+    public Func<Task> HoldTheSwapCopy(TimeSpan hold, Action? onHeld = null)
+    {
+        Task? held = null;
+        Rewriter.AfterSwapStep = async step =>
+        {
+            if (step == SwapStep.Filled && held is null)
+            {
+                var locked = new TaskCompletionSource();
+                held = Task.Run(async () =>
+                {
+                    await using var conn = await Db.OpenConnectionAsync();
+                    await using var tx = await conn.BeginTransactionAsync();
+                    await conn.ExecuteAsync("SELECT * FROM ordering_next LOCK IN SHARE MODE", transaction: tx);
+                    locked.SetResult();
+                    await Task.Delay(hold);
+                    await tx.CommitAsync();
+                });
+                await locked.Task;
+                onHeld?.Invoke();
+            }
+        };
+        return () => held ?? throw new InvalidOperationException("The swap never reached its copy");
+    }
+
     /// <summary>Many one-lane jobs in one statement each, for the tests that need volume.</summary>
     public async Task<int> BulkJobsAsync(long tenantId, int count, string task = "text")
     {

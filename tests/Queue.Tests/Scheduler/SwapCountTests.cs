@@ -66,25 +66,6 @@ public sealed class SwapCountTests
     }
 
     [Fact]
-    public async Task A_copy_that_outlasts_the_drivers_command_timeout_is_not_interrupted_and_every_lane_is_renamed_into_place()
-    {
-        // The driver enforces a command timeout with KILL QUERY, and one that lands while InnoDB builds a bulk load's
-        // indexes empties the table behind an OK. Here the copy waits 2.5 s, past a 1 s timeout.
-        await using var db = await FreshDatabase.CreateAsync();
-        await using var impatient = db.WithCommandTimeout(1);
-        var bed = OrderingTestbed.At(impatient, OrderingTestbed.OldestFirstHour);
-        await bed.BulkJobsAsync(await db.NewTenantAsync(), Jobs);
-        var held = HoldTheCopy(db, bed, TimeSpan.FromSeconds(2.5));
-
-        var result = await bed.Rewriter.RewriteAsync("test");
-
-        await held();
-        Assert.Equal(OrderingOptions.Swap, result.Method);
-        Assert.Equal(Jobs, result.LanesUpdated);
-        Assert.Equal(Jobs, (await bed.ValuesByJobAsync()).Count);
-    }
-
-    [Fact]
     public async Task A_rewrite_given_up_during_its_copy_leaves_the_old_ordering_whole_and_nothing_of_the_swap()
     {
         await using var db = await FreshDatabase.CreateAsync();
@@ -92,7 +73,7 @@ public sealed class SwapCountTests
         await bed.BulkJobsAsync(await db.NewTenantAsync(), Jobs);
         var before = await bed.ValuesByJobAsync();
         using var giveUp = new CancellationTokenSource();
-        var held = HoldTheCopy(db, bed, TimeSpan.FromSeconds(0.8), () => giveUp.CancelAfter(TimeSpan.FromSeconds(0.3)));
+        var held = bed.HoldTheSwapCopy(TimeSpan.FromSeconds(0.8), () => giveUp.CancelAfter(TimeSpan.FromSeconds(0.3)));
 
         await Assert.ThrowsAnyAsync<OperationCanceledException>(() => bed.Rewriter.RewriteAsync("test", ct: giveUp.Token));
 
@@ -101,35 +82,6 @@ public sealed class SwapCountTests
         await AssertNothingLeftAsync(db);
         await using var conn = await db.DataSource.OpenConnectionAsync();
         Assert.Equal(0, await conn.ExecuteScalarAsync<long>("SELECT COUNT(*) FROM rewrite_log"));
-    }
-
-    /// <summary>
-    /// Makes the swap's first copy wait <paramref name="hold"/> for the table lock a bulk load takes: another
-    /// transaction's locking read of the empty ordering_next holds an intention lock on it; <paramref name="onHeld"/>
-    /// runs once it does. Returns the wait for that transaction's end.
-    /// </summary>
-    private static Func<Task> HoldTheCopy(FreshDatabase db, OrderingTestbed bed, TimeSpan hold, Action? onHeld = null)
-    {
-        Task? held = null;
-        bed.Rewriter.AfterSwapStep = async step =>
-        {
-            if (step == SwapStep.Filled && held is null)
-            {
-                var locked = new TaskCompletionSource();
-                held = Task.Run(async () =>
-                {
-                    await using var conn = await db.DataSource.OpenConnectionAsync();
-                    await using var tx = await conn.BeginTransactionAsync();
-                    await conn.ExecuteAsync("SELECT * FROM ordering_next LOCK IN SHARE MODE", transaction: tx);
-                    locked.SetResult();
-                    await Task.Delay(hold);
-                    await tx.CommitAsync();
-                });
-                await locked.Task;
-                onHeld?.Invoke();
-            }
-        };
-        return () => held ?? throw new InvalidOperationException("The swap never reached its copy");
     }
 
     /// <summary>
