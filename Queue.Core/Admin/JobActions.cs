@@ -210,8 +210,9 @@ public sealed class JobActions(MySqlDataSource db, OrderingLanes lanes, TimeProv
     private DateTime Now => clock.GetUtcNow().UtcDateTime;
 
     private async Task<ActionOutcome> InJobTransactionAsync(long jobId,
-        Func<MySqlConnection, MySqlTransaction, LockedJob, CancellationToken, Task<ActionOutcome>> body, CancellationToken ct) =>
-        await Retry.OnDeadlockAsync(async c =>
+        Func<MySqlConnection, MySqlTransaction, LockedJob, CancellationToken, Task<ActionOutcome>> body, CancellationToken ct)
+    {
+        var outcome = await Retry.OnDeadlockAsync(async c =>
         {
             await using var conn = await db.OpenConnectionAsync(c);
             await using var tx = await conn.BeginReadCommittedAsync(c);
@@ -229,6 +230,13 @@ public sealed class JobActions(MySqlDataSource db, OrderingLanes lanes, TimeProv
             }
             return outcome;
         }, ct);
+        if (outcome.Status == ActionStatus.Done)
+        {
+            // Not answered before every Api process reads past the bump (docs/DESIGN.md "Claim-ahead that keeps the policy").
+            await EpochLease.SettleAsync(ct);
+        }
+        return outcome;
+    }
 
     private static Task<LockedJob?> LockJobAsync(MySqlConnection conn, MySqlTransaction tx, long jobId, CancellationToken ct) =>
         conn.QuerySingleOrDefaultAsync<LockedJob>(new CommandDefinition(AdminSql.LockJob, new { JobId = jobId }, tx, cancellationToken: ct));

@@ -10,7 +10,7 @@ namespace Queue.Core.Claims;
 /// Groups concurrent /next calls into one claim transaction, and for a busy task filter claims ahead into memory
 /// under a short reservation and answers /next from there with no transaction (<see cref="ClaimOptions.Prefetch"/>,
 /// <see cref="ClaimAheadBuffer"/>, which hands out in the policy's order). Before any answer from memory, the claim
-/// epoch is read (<see cref="ClaimEpoch"/>): what was claimed before a cancel, block or override is never handed out.
+/// epoch is read (<see cref="ClaimEpoch"/>): what was claimed before a cancel, block or override is never handed out once it answered.
 /// A lease always goes to exactly one caller: a reserved item leaves the buffer once, to one caller, under the
 /// reservation's token, and its lease is written down after the answer (<see cref="HandoutLog"/>); an item taken by a
 /// transaction is written with the caller's own token; items whose caller left before the answer are given back. The

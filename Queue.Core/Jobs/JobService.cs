@@ -136,7 +136,8 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, TenantCac
     /// <summary>Cancels a job: ready items become cancelled, its lanes go, live leases may still complete.</summary>
     public async Task<Outcome> CancelAsync(long tenantId, long jobId, CancellationToken ct)
     {
-        return await Retry.OnDeadlockAsync(async ct =>
+        var bumped = false;
+        var outcome = await Retry.OnDeadlockAsync(async ct =>
         {
             var now = clock.GetUtcNow().UtcDateTime;
             await using var conn = await db.OpenConnectionAsync(ct);
@@ -154,9 +155,16 @@ public sealed class JobService(MySqlDataSource db, TimeProvider clock, TenantCac
             // Claimed-ahead items of this job must not be handed out once this commits (docs/DESIGN.md, claim epoch).
             await conn.ExecuteAsync(new CommandDefinition(ClaimSql.BumpEpoch, transaction: tx, cancellationToken: ct));
             await tx.CommitAsync(ct);
+            bumped = true;
             openJobs.Forget(jobId);
             return Outcome.Ok;
         }, ct);
+        if (bumped)
+        {
+            // The answer says no item of the job is handed out any more: not before every process reads past the bump.
+            await EpochLease.SettleAsync(ct);
+        }
+        return outcome;
     }
 
     private sealed record UploadJob(long Id, sbyte State, string Tasks);
