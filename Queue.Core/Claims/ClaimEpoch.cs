@@ -45,7 +45,10 @@ public sealed class ClaimEpoch(MySqlDataSource db) : IAsyncDisposable
             {
                 if (now - lastSent >= RefreshTicks && current is null)
                 {
-                    Start(now);
+                    // Nobody waits on a refresh: its failure is observed here, and the next caller whose read is too
+                    // old sends one of its own.
+                    _ = Start(now).Task.ContinueWith(static t => t.Exception, CancellationToken.None,
+                        TaskContinuationOptions.OnlyOnFaulted | TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
                 }
                 return Task.FromResult(lastEpoch);
             }
