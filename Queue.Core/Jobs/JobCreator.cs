@@ -120,7 +120,7 @@ public sealed class JobCreator(MySqlDataSource db, TimeProvider clock, OrderingL
             // another process's, and sent the next /next to a claim transaction (24 ms) while the job's items waited here.
             signal.Holding(held.Max(h => h?.Items.Select(i => i.Id).DefaultIfEmpty(0).Max() ?? 0));
             // A COMMIT without an answer is checked, not redone: the group's jobs would exist twice.
-            await CommitCheck.CommitAsync(tx, db, session, JobSql.JobLanded, new { Id = ids[0] });
+            await CommitCheck.CommitAsync(tx, db, session, JobSql.JobLanded, new { Id = ids[0], jobs[0].TenantId, jobs[0].Name });
             // Committed: nothing below may throw into the retry, which would create the jobs again. The held items
             // reach the buffer before the positions are read, so a small job's first caller does not wait for that read.
             for (var i = 0; i < held.Length; i++)

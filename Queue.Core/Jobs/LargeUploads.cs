@@ -136,7 +136,7 @@ public sealed class LargeUploads(MySqlDataSource db, TimeProvider clock, Orderin
         }
         // Every byte is in: a client leaving now must not make the commit's outcome unknowable to its Idempotency-Key,
         // and a COMMIT that gets no answer is checked (CommitCheck) rather than reported as not done.
-        await CommitCheck.CommitAsync(tx, db, session, JobSql.DocumentLanded, new { created[0].Id });
+        await CommitCheck.CommitAsync(tx, db, session, JobSql.DocumentLanded, new { created[0].Id, created[0].Name });
         work.Notify(); // wake this process's long-polling workers at once (docs/DESIGN.md "Claims", long-poll)
         return (Outcome.Ok, new UploadResult(created, items));
     }

@@ -93,7 +93,7 @@ public sealed partial class UploadBatcher
                 return results;
             }
             // A COMMIT without an answer is checked, not redone: the group's documents would exist twice.
-            await CommitCheck.CommitAsync(tx, db, session, JobSql.DocumentLanded, new { Id = results[accepted[0]].Item2!.Documents[0].Id });
+            await CommitCheck.CommitAsync(tx, db, session, JobSql.DocumentLanded, new { results[accepted[0]].Item2!.Documents[0].Id, results[accepted[0]].Item2!.Documents[0].Name });
             return results;
         }, ct);
 

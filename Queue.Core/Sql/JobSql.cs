@@ -5,12 +5,15 @@ public static class JobSql
 {
     /// <summary>
     /// Whether a group of new jobs committed, asked after its COMMIT got no answer (CommitCheck): its first job's row,
-    /// read with a lock so that a transaction still committing or rolling back is waited for. Ids are never reused.
+    /// read with a lock so that a transaction still committing or rolling back is waited for (PRIMARY). The row must be
+    /// that job's, its tenant and name too, not only its id: after the database crashed, InnoDB hands out again the ids
+    /// of inserts it lost, so another job can hold the id by the time the check reads it. The 1-minute CI soak answered
+    /// 201 with such an id once, for a job that was not in the database (2026-12-07).
     /// </summary>
-    public const string JobLanded = "SELECT id FROM jobs WHERE id = @Id LOCK IN SHARE MODE";
+    public const string JobLanded = "SELECT id FROM jobs WHERE id = @Id AND tenant_id = @TenantId AND name = @Name LOCK IN SHARE MODE";
 
-    /// <summary>The same for a group of uploads: its first document's row.</summary>
-    public const string DocumentLanded = "SELECT id FROM documents WHERE id = @Id LOCK IN SHARE MODE";
+    /// <summary>The same for a group of uploads: its first document's row, by its id and name (PRIMARY).</summary>
+    public const string DocumentLanded = "SELECT id FROM documents WHERE id = @Id AND name = @Name LOCK IN SHARE MODE";
 
     /// <summary>A job's documents from one on, for the answer to a retry of the keyed POST /jobs or upload that made them (ix_documents_job).</summary>
     public const string FirstDocuments = """
