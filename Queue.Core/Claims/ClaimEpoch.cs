@@ -31,8 +31,8 @@ public sealed class ClaimEpoch(MySqlDataSource db) : IAsyncDisposable
     private readonly HeldConnection connection = new(db);
     private TaskCompletionSource<long>? current;
     private TaskCompletionSource<long>? queued;
-    private long lastEpoch;
-    private long lastSent; // Stopwatch timestamp taken before sending the read lastEpoch came from; 0 before the first
+    private Task<long>? lastRead; // the newest read's answer, kept as a task so that handouts from it allocate nothing
+    private long lastSent; // Stopwatch timestamp taken before sending lastRead; 0 before the first
     private long currentSent; // the same for the read in flight
 
     /// <summary>The epoch as of a moment at most <see cref="EpochLease.Freshness"/> before this call.</summary>
@@ -41,7 +41,7 @@ public sealed class ClaimEpoch(MySqlDataSource db) : IAsyncDisposable
         lock (gate)
         {
             var now = Stopwatch.GetTimestamp();
-            if (lastSent != 0 && now - lastSent <= FreshTicks)
+            if (lastRead is not null && now - lastSent <= FreshTicks)
             {
                 if (now - lastSent >= RefreshTicks && current is null)
                 {
@@ -50,7 +50,7 @@ public sealed class ClaimEpoch(MySqlDataSource db) : IAsyncDisposable
                     _ = Start(now).Task.ContinueWith(static t => t.Exception, CancellationToken.None,
                         TaskContinuationOptions.OnlyOnFaulted | TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
                 }
-                return Task.FromResult(lastEpoch);
+                return lastRead;
             }
             if (current is null)
             {
@@ -86,7 +86,7 @@ public sealed class ClaimEpoch(MySqlDataSource db) : IAsyncDisposable
                 {
                     if (sent > lastSent)
                     {
-                        (lastEpoch, lastSent) = (epoch, sent);
+                        (lastRead, lastSent) = (Task.FromResult(epoch), sent);
                     }
                 }
                 read.TrySetResult(epoch);

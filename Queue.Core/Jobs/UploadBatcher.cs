@@ -93,7 +93,8 @@ public sealed partial class UploadBatcher
                 return results;
             }
             // A COMMIT without an answer is checked, not redone: the group's documents would exist twice.
-            await CommitCheck.CommitAsync(tx, db, session, JobSql.DocumentLanded, new { results[accepted[0]].Item2!.Documents[0].Id, results[accepted[0]].Item2!.Documents[0].Name });
+            var first = results[accepted[0]].Item2!.Documents[0];
+            await CommitCheck.CommitAsync(tx, db, session, JobSql.DocumentLanded, new { first.Id, first.Name });
             return results;
         }, ct);
 
